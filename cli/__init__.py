@@ -1,0 +1,1 @@
+"""The ``scalify-hlo`` command line (installed as ``scalify_hlo.cli``)."""

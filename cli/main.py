@@ -1,0 +1,180 @@
+"""The ``scalify-hlo`` command line: a thin click shell over ``scalify_hlo.api``.
+
+Every user error is one ``error: ...`` line on stderr and exit status 1; an output file is
+written to a temporary file and renamed, so a failed run never leaves a partial file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from scalify_hlo import __version__
+from scalify_hlo import ir as hlo_ir
+from scalify_hlo.api import ChunkResult, rewrite_module_source
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.rewrites import DEFAULT_PIPELINE, PASSES, parse_pipeline
+
+EXIT_USER_ERROR = 1
+EXIT_INTERNAL_ERROR = 70
+
+
+class UserError(ScalifyError):
+    """An error in how the command was used that click's own checks do not catch."""
+
+
+def read_input(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read '{path}': {exc.strerror or exc}") from None
+
+
+def write_output(path: str, data: bytes) -> None:
+    """Write to stdout, or atomically to a file (temporary file in the same folder, renamed)."""
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    except OSError as exc:
+        raise UserError(f"cannot write '{path}': {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temp_name, target)
+    except OSError as exc:
+        Path(temp_name).unlink(missing_ok=True)
+        raise UserError(f"cannot write '{path}': {exc.strerror or exc}") from None
+
+
+def print_stats(results: list[ChunkResult]) -> None:
+    before: dict[str, int] = {}
+    after: dict[str, int] = {}
+    stats: dict[str, int] = {}
+    for result in results:
+        for name, count in result.ops_before.items():
+            before[name] = before.get(name, 0) + count
+        for name, count in result.ops_after.items():
+            after[name] = after.get(name, 0) + count
+        for name, count in result.context.stats.items():
+            stats[name] = stats.get(name, 0) + count
+    names = sorted(set(before) | set(after))
+    width = max([len(n) for n in names] + [10])
+    lines = [f"{'op':<{width}}  {'before':>8}  {'after':>8}"]
+    lines += [f"{n:<{width}}  {before.get(n, 0):>8}  {after.get(n, 0):>8}" for n in names]
+    total_before, total_after = sum(before.values()), sum(after.values())
+    ratio = f"  ({total_after / total_before:.2f}x)" if total_before else ""
+    lines.append(f"{'total':<{width}}  {total_before:>8}  {total_after:>8}{ratio}")
+    lines += [f"{name}: {value}" for name, value in sorted(stats.items())]
+    click.echo("\n".join(lines), err=True)
+
+
+def dump_ir(pass_name: str, text: str) -> None:
+    click.echo(f"// -----// IR Dump After {pass_name} //----- //\n{text}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="scalify-hlo")
+def cli() -> None:
+    """Scale propagation on StableHLO: FP8 dots and FP16 state for JAX training steps."""
+
+
+@cli.command()
+@click.argument("input_path", metavar="IN")
+@click.option("-o", "--output", default="-", show_default=True, help="Output file, - for stdout.")
+@click.option("--pipeline", default=DEFAULT_PIPELINE, show_default=True,
+              help="Passes to run, e.g. 'inline,scalify{data-dtype=f32},simplify'.")
+@click.option("--split-input-file", is_flag=True,
+              help="Rewrite each '// -----' separated chunk of IN as its own module.")
+@click.option("--print-ir-after-all", is_flag=True, help="Print the module to stderr after "
+              "each pass.")
+@click.option("--emit", type=click.Choice([f.value for f in hlo_ir.EmitFormat]), default="text",
+              show_default=True, help="Output format; portable is a versioned StableHLO "
+              "artifact.")
+@click.option("--stats", is_flag=True, help="Print op counts before and after, and pass "
+              "statistics, to stderr.")
+@click.option("--debug-info", is_flag=True, help="Keep op locations in text output.")
+def rewrite(input_path: str, output: str, pipeline: str, split_input_file: bool,
+            print_ir_after_all: bool, emit: str, stats: bool, debug_info: bool) -> None:
+    """Rewrite the module IN (MLIR text, bytecode or portable artifact; - for stdin)."""
+    invocations = parse_pipeline(pipeline)
+    data = read_input(input_path)
+    filename = "<stdin>" if input_path == "-" else input_path
+    fmt = hlo_ir.EmitFormat(emit)
+    dump = dump_ir if print_ir_after_all else None
+    if split_input_file:
+        if fmt is not hlo_ir.EmitFormat.TEXT:
+            raise UserError("--split-input-file needs --emit text")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UserError(f"{filename}: --split-input-file needs a text input") from None
+        chunks = [(c.text, c.first_line) for c in hlo_ir.split_input(text)]
+    else:
+        chunks = [(data, 0)]
+    results = [
+        rewrite_module_source(source, invocations, filename=filename, line_offset=offset,
+                              emit=fmt, debug_info=debug_info, dump_after_pass=dump)
+        for source, offset in chunks
+    ]
+    for result in results:
+        for warning in result.context.warnings:
+            click.echo(f"warning: {warning}", err=True)
+    errors = [r.error for r in results if r.error is not None]
+    for error in errors:
+        click.echo(f"error: {error}", err=True)
+    if stats:
+        print_stats(results)
+    if errors and (output != "-" or not split_input_file):
+        sys.exit(EXIT_USER_ERROR)
+    outputs = [r.output for r in results if r.output is not None]
+    separator = f"\n{hlo_ir.SPLIT_MARKER}\n".encode()
+    write_output(output, separator.join(o.rstrip(b"\n") + b"\n" for o in outputs)
+                 if fmt is hlo_ir.EmitFormat.TEXT else outputs[0])
+    if errors:
+        sys.exit(EXIT_USER_ERROR)
+
+
+@cli.command()
+def passes() -> None:
+    """List every pass with its description and options."""
+    for name in sorted(PASSES):
+        info = PASSES[name]
+        click.echo(f"{name}: {info.description}")
+        for option in info.options:
+            click.echo(f"    {option.describe()}")
+
+
+def main() -> None:
+    """Run the CLI: user errors print one line, unexpected errors no traceback either."""
+    try:
+        cli.main(standalone_mode=False, prog_name="scalify-hlo")
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except ScalifyError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except KeyboardInterrupt:
+        click.echo("error: interrupted", err=True)
+        sys.exit(130)
+    except MemoryError:
+        click.echo("error: out of memory", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except Exception as exc:  # a bug of ours: still one line, but say it is internal
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        click.echo(f"error: internal error ({type(exc).__name__}): {message}", err=True)
+        sys.exit(EXIT_INTERNAL_ERROR)

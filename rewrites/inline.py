@@ -1,0 +1,122 @@
+"""The ``inline`` pass: inline every ``func.call`` to a function defined in the module.
+
+MLIR's built-in inliner leaves JAX's private calls in place when driven through jaxlib's
+bindings, so this clones callee bodies from Python. Inlined ops get the location
+``callsite(callee_loc at call_loc)`` as MLIR's inliner does, which keeps JAX's name stack
+(``transpose(jvp(...))`` marks the backward pass) visible to later passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.errors import RewriteError
+from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
+from scalify_hlo.rewrites.symbols import functions_by_name
+
+MAX_INLINE_DEPTH = 64
+
+
+def _calls_in(op: ir.Operation) -> list[ir.Operation]:
+    calls: list[ir.Operation] = []
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        if inner.name == "func.call":
+            calls.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return calls
+
+
+def _remap_operands(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
+    """Point operands of ``op`` and of ops nested in it at their mapped values."""
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        for index, operand in enumerate(inner.operands):
+            replacement = mapping.get(operand)
+            if replacement is not None:
+                inner.operands[index] = replacement
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+
+
+def _set_call_site_locations(op: ir.Operation, call_loc: ir.Location) -> None:
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        inner.location = ir.Location.callsite(inner.location, [call_loc])
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+
+
+def inline_call(call: ir.Operation, callee: ir.Operation) -> None:
+    """Replace one call by a copy of the callee's single-block body."""
+    body = callee.regions[0].blocks[0]
+    mapping: dict[ir.Value, ir.Value] = dict(zip(body.arguments, call.operands, strict=True))
+    insertion = ir.InsertionPoint(call)
+    results: list[ir.Value] | None = None
+    for op in body.operations:
+        op = op.operation
+        if op.name == "func.return":
+            results = [mapping.get(v, v) for v in op.operands]
+            break
+        clone = op.clone(ip=insertion)
+        _remap_operands(clone, mapping)
+        _set_call_site_locations(clone, call.location)
+        mapping.update(zip(op.results, clone.results, strict=True))
+    if results is None:
+        raise RewriteError(f"function '{_callee_name(call)}' has no func.return to inline")
+    for old, new in zip(call.results, results, strict=True):
+        old.replace_all_uses_with(new)
+    call.erase()
+
+
+def _callee_name(call: ir.Operation) -> str:
+    return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+
+
+def inline_calls(module: ir.Module) -> int:
+    """Inline calls until none is left; returns how many were inlined."""
+    functions = functions_by_name(module)
+    inlined = 0
+    for _ in range(MAX_INLINE_DEPTH):
+        calls = _calls_in(module.operation)
+        if not calls:
+            return inlined
+        for call in calls:
+            name = _callee_name(call)
+            callee = functions.get(name)
+            if callee is None:
+                raise RewriteError(f"call to undefined function '@{name}'")
+            if len(callee.regions[0].blocks) != 1:
+                raise RewriteError(f"cannot inline '@{name}': its body has several blocks")
+            inline_call(call, callee)
+            inlined += 1
+    raise RewriteError(f"calls nested deeper than {MAX_INLINE_DEPTH} levels (recursion?)")
+
+
+def remove_unused_private_functions(module: ir.Module) -> None:
+    """Drop private functions that no call refers to any more (what symbol-dce would do)."""
+    referenced = {_callee_name(c) for c in _calls_in(module.operation)}
+    for name, func in functions_by_name(module).items():
+        visibility = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes \
+            else None
+        if visibility is not None and ir.StringAttr(visibility).value == "private" \
+                and name not in referenced:
+            func.erase()
+
+
+def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
+    context.bump("inline.calls-inlined", inline_calls(module))
+    remove_unused_private_functions(module)
+
+
+INLINE = register(PassInfo(
+    name="inline",
+    description="Inline every func.call to a function of the module and drop unused private "
+                "functions (JAX's private calls included).",
+    run=_run,
+))

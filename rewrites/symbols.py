@@ -1,0 +1,34 @@
+"""Looking up functions of a module by symbol name."""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.errors import RewriteError
+
+
+def function_name(func: ir.Operation) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def functions_by_name(module: ir.Module) -> dict[str, ir.Operation]:
+    return {
+        function_name(op.operation): op.operation
+        for op in module.body.operations
+        if op.operation.name == "func.func"
+    }
+
+
+def entry_function(module: ir.Module) -> ir.Operation:
+    """The public ``main`` function, or the only public function when there is no ``main``."""
+    functions = functions_by_name(module)
+    if "main" in functions:
+        return functions["main"]
+    public = [
+        f for f in functions.values()
+        if "sym_visibility" not in f.attributes
+        or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"
+    ]
+    if len(public) == 1:
+        return public[0]
+    raise RewriteError("module has no @main and no single public function to rewrite")

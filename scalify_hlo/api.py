@@ -1,0 +1,73 @@
+"""Rewriting modules from text or bytes: the layer the CLI and the Python API share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from scalify_hlo import ir as hlo_ir
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.rewrites import (
+    DEFAULT_PIPELINE,
+    PassContext,
+    PassInvocation,
+    parse_pipeline,
+    run_pipeline,
+)
+
+DumpHook = Callable[[str, str], None]
+
+
+@dataclass
+class ChunkResult:
+    """The outcome of rewriting one module (one ``// -----`` chunk of a file)."""
+
+    output: bytes | None
+    error: str | None = None
+    ops_before: dict[str, int] = field(default_factory=dict)
+    ops_after: dict[str, int] = field(default_factory=dict)
+    context: PassContext = field(default_factory=PassContext)
+
+
+def rewrite_module_source(
+    source: str | bytes,
+    pipeline: str | list[PassInvocation] = DEFAULT_PIPELINE,
+    *,
+    filename: str = "-",
+    line_offset: int = 0,
+    emit: hlo_ir.EmitFormat = hlo_ir.EmitFormat.TEXT,
+    debug_info: bool = False,
+    dump_after_pass: DumpHook | None = None,
+) -> ChunkResult:
+    """Parse, verify, run the pipeline, verify again and serialize one module.
+
+    User errors come back in ``ChunkResult.error`` rather than raised, so that a multi-chunk
+    input can report one chunk's failure and still process the others.
+    """
+    invocations = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+    result = ChunkResult(output=None)
+    with hlo_ir.ir_context():
+        try:
+            module = hlo_ir.parse_module(source, filename, line_offset)
+            result.ops_before = hlo_ir.count_ops(module)
+
+            def after(invocation: PassInvocation, current) -> None:
+                if dump_after_pass is not None:
+                    dump_after_pass(str(invocation), hlo_ir.module_to_text(current, debug_info))
+
+            run_pipeline(module, invocations, result.context, after)
+            hlo_ir.verify(module, filename)
+            result.ops_after = hlo_ir.count_ops(module)
+            result.output = hlo_ir.write_module(module, emit, debug_info)
+        except ScalifyError as exc:
+            result.error = str(exc)
+    return result
+
+
+def rewrite_text(text: str, pipeline: str = DEFAULT_PIPELINE, debug_info: bool = False) -> str:
+    """Rewrite MLIR text with a pipeline and return the text; raises ScalifyError on failure."""
+    result = rewrite_module_source(text, pipeline, debug_info=debug_info)
+    if result.error is not None:
+        raise ScalifyError(result.error)
+    assert result.output is not None
+    return result.output.decode()

@@ -1,0 +1,181 @@
+"""The IR layer: one scoped MLIR context, parsing and printing of StableHLO modules.
+
+Everything that touches MLIR text, bytecode or portable artifacts goes through here, so that
+diagnostics become one-line ``FILE:LINE:COL: message`` errors and the context is never left
+entered (an unmatched ``__enter__`` aborts the interpreter at exit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo
+from jax.interpreters import mlir as jax_mlir
+
+from scalify_hlo.errors import ScalifyError
+
+BYTECODE_MAGIC = b"ML\xefR"
+SPLIT_MARKER = "// -----"
+
+
+class IRError(ScalifyError):
+    """A module cannot be read, verified or written; the message is a single line."""
+
+
+class EmitFormat(str, Enum):
+    """How a module is written out."""
+
+    TEXT = "text"
+    BYTECODE = "bytecode"
+    PORTABLE = "portable"
+
+
+@contextlib.contextmanager
+def ir_context() -> Iterator[ir.Context]:
+    """A fresh context with func, stablehlo, chlo, sdy and mhlo loaded, entered for the block."""
+    ctx = jax_mlir.make_ir_context()
+    ctx.allow_unregistered_dialects = False
+    with ctx, ir.Location.unknown():
+        yield ctx
+
+
+_LOC_RE = re.compile(r'loc\("(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)')
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def format_diagnostics(err: ir.MLIRError, filename: str, line_offset: int = 0) -> str:
+    """The first error of an MLIRError as ``FILE:LINE:COL: message``."""
+    diags = list(getattr(err, "error_diagnostics", []) or [])
+    if not diags:
+        return f"{filename}: {_one_line(str(err))}"
+    diag = diags[0]
+    message = _one_line(diag.message)
+    match = _LOC_RE.search(str(diag.location))
+    if match and match.group("file") in ("-", "", filename):
+        line = int(match.group("line")) + line_offset
+        return f"{filename}:{line}:{match.group('col')}: {message}"
+    if match:
+        return f"{match.group('file')}:{match.group('line')}:{match.group('col')}: {message}"
+    return f"{filename}: {message} (at {_one_line(str(diag.location))})"
+
+
+def _is_portable_artifact(module: ir.Module) -> bool:
+    body = module.body.operations
+    return any(op.operation.name.startswith("vhlo.") for op in body)
+
+
+def parse_module(source: str | bytes, filename: str = "-", line_offset: int = 0) -> ir.Module:
+    """Parse MLIR text, MLIR bytecode or a StableHLO portable artifact, and verify it.
+
+    Must be called inside ``ir_context()``.
+    """
+    if isinstance(source, bytes):
+        if source.startswith(BYTECODE_MAGIC):
+            return _parse_bytecode(source, filename)
+        try:
+            source = source.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise IRError(
+                f"{filename}: not MLIR text, bytecode or a portable artifact "
+                f"(invalid UTF-8 at byte {exc.start})"
+            ) from None
+    if "\x00" in source:
+        raise IRError(f"{filename}: not MLIR text (contains NUL bytes)")
+    if not source.strip():
+        raise IRError(f"{filename}: empty input, expected a module")
+    try:
+        module = ir.Module.parse(source)
+    except ir.MLIRError as exc:
+        raise IRError(format_diagnostics(exc, filename, line_offset)) from None
+    return _verified(module, filename, line_offset)
+
+
+def _parse_bytecode(data: bytes, filename: str) -> ir.Module:
+    try:
+        module = ir.Module.parse(data)
+    except ir.MLIRError as exc:
+        raise IRError(format_diagnostics(exc, filename)) from None
+    if _is_portable_artifact(module):
+        try:
+            module = stablehlo.deserialize_portable_artifact(ir.Context.current, data)
+        except Exception as exc:  # the binding raises plain exceptions here
+            raise IRError(f"{filename}: invalid portable artifact: {_one_line(str(exc))}") from None
+    return _verified(module, filename, 0)
+
+
+def _verified(module: ir.Module, filename: str, line_offset: int) -> ir.Module:
+    verify(module, filename, line_offset)
+    return module
+
+
+def verify(module: ir.Module, filename: str = "-", line_offset: int = 0) -> None:
+    """Raise IRError with the first verifier diagnostic if the module is invalid."""
+    try:
+        module.operation.verify()
+    except ir.MLIRError as exc:
+        raise IRError(format_diagnostics(exc, filename, line_offset)) from None
+
+
+def module_to_text(module: ir.Module, debug_info: bool = False) -> str:
+    return module.operation.get_asm(enable_debug_info=debug_info)
+
+
+def write_module(module: ir.Module, fmt: EmitFormat, debug_info: bool = False) -> bytes:
+    """Serialize a module as text, MLIR bytecode, or a versioned StableHLO portable artifact."""
+    fmt = EmitFormat(fmt)
+    if fmt is EmitFormat.TEXT:
+        return module_to_text(module, debug_info).encode()
+    if fmt is EmitFormat.BYTECODE:
+        buffer = io.BytesIO()
+        module.operation.write_bytecode(buffer)
+        return buffer.getvalue()
+    try:
+        return stablehlo.serialize_portable_artifact(module, stablehlo.get_current_version())
+    except Exception as exc:
+        raise IRError(f"cannot write a portable artifact: {_one_line(str(exc))}") from None
+
+
+@dataclass(frozen=True)
+class SourceChunk:
+    """One `// -----` separated piece of an input file and the line it starts on (0-based)."""
+
+    text: str
+    first_line: int
+
+
+def split_input(text: str) -> list[SourceChunk]:
+    """Split at lines that start with ``// -----``, as mlir-opt's --split-input-file does."""
+    chunks: list[SourceChunk] = []
+    current: list[str] = []
+    start = 0
+    for number, line in enumerate(text.splitlines(keepends=True)):
+        if line.startswith(SPLIT_MARKER):
+            chunks.append(SourceChunk("".join(current), start))
+            current, start = [], number + 1
+        else:
+            current.append(line)
+    chunks.append(SourceChunk("".join(current), start))
+    return chunks
+
+
+def count_ops(module: ir.Module) -> dict[str, int]:
+    """Operation counts by name over the whole module, the module op itself excluded."""
+    counts: dict[str, int] = {}
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        name = op.name
+        if name != "builtin.module":
+            counts[name] = counts.get(name, 0) + 1
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return dict(sorted(counts.items()))
