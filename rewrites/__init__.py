@@ -1,6 +1,6 @@
 """The passes of scalify-hlo; importing this package registers every one of them."""
 
-from scalify_hlo.rewrites import inline, mlir_passes  # noqa: F401  (registration)
+from scalify_hlo.rewrites import inline, mlir_passes, scalify, simplify  # noqa: F401
 from scalify_hlo.rewrites.registry import (
     PASSES,
     PassContext,

@@ -13,7 +13,7 @@ from typing import Any
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.errors import PipelineError
+from scalify_hlo.errors import PipelineError, RewriteError
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -195,5 +195,14 @@ def run_pipeline(
 ) -> None:
     for invocation in pipeline:
         invocation.info.run(module, invocation.options, context)
+        try:
+            module.operation.verify()
+        except ir.MLIRError as exc:
+            diagnostics = getattr(exc, "error_diagnostics", None) or []
+            detail = diagnostics[0].message if diagnostics else str(exc)
+            raise RewriteError(
+                f"internal error: pass '{invocation.info.name}' produced an invalid module: "
+                + " ".join(detail.split())
+            ) from None
         if after_pass is not None:
             after_pass(invocation, module)

@@ -179,3 +179,19 @@ def count_ops(module: ir.Module) -> dict[str, int]:
 
     module.operation.walk(visit)
     return dict(sorted(counts.items()))
+
+
+_FILE_LOC_RE = re.compile(r'"(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
+_NAME_LOC_RE = re.compile(r'loc\("(?P<name>[^"]*)"')
+
+
+def short_location(loc: ir.Location) -> str:
+    """``file:line:col`` of the innermost source position in a location, else its name."""
+    text = str(loc)
+    match = _FILE_LOC_RE.search(text)
+    if match:
+        return f"{match.group('file')}:{match.group('line')}:{match.group('col')}"
+    name = _NAME_LOC_RE.search(text)
+    if name:
+        return name.group("name")
+    return "<unknown location>"

@@ -1,0 +1,175 @@
+"""Small builders for the StableHLO ops that rewrites emit, at one insertion point and location.
+
+Ops are created generically (``ir.Operation.create``) so one helper serves every elementwise op
+and no rewrite depends on the exact signatures of generated Python op classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ml_dtypes
+import numpy as np
+from jax.extend.mlir import ir
+
+_NUMPY_DTYPES = {
+    "f16": np.float16,
+    "bf16": ml_dtypes.bfloat16,
+    "f32": np.float32,
+    "f64": np.float64,
+    "f8E4M3FN": ml_dtypes.float8_e4m3fn,
+    "f8E5M2": ml_dtypes.float8_e5m2,
+}
+
+SCALED_ELEMENT_TYPES = ("f16", "bf16", "f32")
+
+
+def element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:
+    t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
+    return ir.ShapedType(t).element_type
+
+
+def attributes_of(op: ir.Operation) -> dict[str, ir.Attribute]:
+    return {name: op.attributes[name] for name in op.attributes}
+
+
+def float_type(name: str) -> ir.Type:
+    return {
+        "f16": ir.F16Type.get,
+        "bf16": ir.BF16Type.get,
+        "f32": ir.F32Type.get,
+        "f64": ir.F64Type.get,
+        "f8E4M3FN": ir.Float8E4M3FNType.get,
+        "f8E5M2": ir.Float8E5M2Type.get,
+    }[name]()
+
+
+def numpy_dtype(t: ir.Type) -> np.dtype:
+    return np.dtype(_NUMPY_DTYPES[str(t)])
+
+
+def is_ranked_tensor(t: ir.Type) -> bool:
+    return isinstance(t, ir.RankedTensorType)
+
+
+def is_scalable_type(t: ir.Type) -> bool:
+    """Tensors that carry a (data, scale) pair: ranked, of f16, bf16 or f32 elements."""
+    return is_ranked_tensor(t) and str(ir.RankedTensorType(t).element_type) in SCALED_ELEMENT_TYPES
+
+
+def with_element_type(t: ir.Type, element: ir.Type) -> ir.RankedTensorType:
+    ranked = ir.RankedTensorType(t)
+    return ir.RankedTensorType.get(ranked.shape, element, ranked.encoding)
+
+
+def shape_of(value: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(value.type).shape)
+
+
+def scalar_type(element: ir.Type) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get([], element)
+
+
+def read_dense(attr: ir.Attribute) -> np.ndarray:
+    """The values of a dense elements attribute as a numpy array of the element's dtype."""
+    dense = ir.DenseElementsAttr(attr)
+    shaped = ir.ShapedType(dense.type)
+    dtype = numpy_dtype(shaped.element_type)
+    if dense.is_splat:
+        scalar = np.array(ir.FloatAttr(dense.get_splat_value()).value, dtype=np.float64)
+        return np.full(shaped.shape, scalar.astype(dtype), dtype=dtype)
+    array = np.array(dense)
+    if array.dtype == object or array.dtype != dtype:
+        # bfloat16 comes back as raw storage; read through the attribute's buffer instead.
+        array = np.frombuffer(memoryview(dense), dtype=dtype).reshape(shaped.shape)
+    return array.copy()
+
+
+class Emitter:
+    """Creates ops before ``ip`` with location ``loc``."""
+
+    def __init__(self, ip: ir.InsertionPoint, loc: ir.Location) -> None:
+        self.ip = ip
+        self.loc = loc
+
+    def at(self, loc: ir.Location) -> Emitter:
+        return Emitter(self.ip, loc)
+
+    def op(
+        self,
+        name: str,
+        operands: Sequence[ir.Value],
+        result_types: Sequence[ir.Type],
+        attributes: dict[str, ir.Attribute] | None = None,
+        regions: int = 0,
+    ) -> ir.Operation:
+        return ir.Operation.create(
+            name,
+            results=list(result_types),
+            operands=list(operands),
+            attributes=attributes or {},
+            regions=regions,
+            loc=self.loc,
+            ip=self.ip,
+        )
+
+    def unary(self, name: str, x: ir.Value, result_type: ir.Type | None = None) -> ir.Value:
+        return self.op(name, [x], [result_type or x.type]).result
+
+    def binary(self, name: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.op(name, [a, b], [a.type]).result
+
+    def constant(self, array: np.ndarray, t: ir.Type) -> ir.Value:
+        element = ir.ShapedType(t).element_type
+        array = np.asarray(array)
+        if array.size and np.all(array == array.flat[0]) and not np.isnan(array.flat[0]):
+            attr = ir.DenseElementsAttr.get_splat(
+                t, ir.FloatAttr.get(element, float(array.flat[0])))
+        elif array.size and np.all(np.isnan(array)):
+            attr = ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(element, float("nan")))
+        else:
+            attr = ir.DenseElementsAttr.get(
+                np.ascontiguousarray(array.astype(numpy_dtype(element))), type=t)
+        return self.op("stablehlo.constant", [], [t], {"value": attr}).result
+
+    def splat(self, value: float, t: ir.Type) -> ir.Value:
+        element = ir.ShapedType(t).element_type
+        attr = ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(element, value))
+        return self.op("stablehlo.constant", [], [t], {"value": attr}).result
+
+    def scalar_f32(self, value: float) -> ir.Value:
+        return self.splat(value, scalar_type(ir.F32Type.get()))
+
+    def convert(self, x: ir.Value, element: ir.Type) -> ir.Value:
+        if element_type(x) == element:
+            return x
+        return self.unary("stablehlo.convert", x, with_element_type(x.type, element))
+
+    def broadcast_scalar(self, scalar: ir.Value, t: ir.Type) -> ir.Value:
+        """A rank-0 value broadcast to tensor type ``t`` (no-op for rank-0 ``t``)."""
+        if not ir.RankedTensorType(t).shape:
+            return scalar
+        dims = ir.DenseI64ArrayAttr.get([])
+        return self.op("stablehlo.broadcast_in_dim", [scalar], [t],
+                       {"broadcast_dimensions": dims}).result
+
+    def scale_tensor(self, x: ir.Value, factor: ir.Value) -> ir.Value:
+        """``x * factor`` for a rank-0 f32 ``factor``, in x's element type."""
+        factor = self.convert(factor, element_type(x))
+        return self.binary("stablehlo.multiply", x, self.broadcast_scalar(factor, x.type))
+
+    def scale_tensor_static(self, x: ir.Value, exp: int) -> ir.Value:
+        """``x * 2**exp``; nothing is emitted for ``exp == 0``."""
+        if exp == 0:
+            return x
+        return self.binary("stablehlo.multiply", x, self.splat(2.0 ** exp, x.type))
+
+    def pow2_floor(self, x: ir.Value) -> ir.Value:
+        """``2**floor(log2(x))`` of a positive f32, exactly, by masking the exponent bits."""
+        i32 = ir.IntegerType.get_signless(32)
+        bits = self.unary("stablehlo.bitcast_convert", x, with_element_type(x.type, i32))
+        mask_attr = ir.DenseElementsAttr.get_splat(
+            bits.type, ir.IntegerAttr.get(i32, 0x7F800000))
+        mask = self.op("stablehlo.constant", [], [bits.type], {"value": mask_attr}).result
+        masked = self.binary("stablehlo.and", bits, mask)
+        return self.unary("stablehlo.bitcast_convert", masked, x.type)

@@ -1,0 +1,109 @@
+"""Regions of reduce-like ops: when they commute with scaling, and cloning them retyped.
+
+A reducer, comparator or scatter-update region can run on scaled data unchanged when it is
+positively homogeneous, ``f(c*x, c*y) = c*f(x, y)`` for a power of two ``c``: sums,
+max/min, selects and comparisons are; products and non-trivial float constants are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type, read_dense
+
+_HOMOGENEOUS_OPS = {
+    "stablehlo.add", "stablehlo.subtract", "stablehlo.maximum", "stablehlo.minimum",
+    "stablehlo.select", "stablehlo.compare", "stablehlo.negate", "stablehlo.abs",
+    "stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not", "stablehlo.return",
+    "stablehlo.bitcast_convert", "stablehlo.convert",
+}
+_ADDITIVE_OPS = {"stablehlo.add", "stablehlo.subtract"}
+
+
+def _scale_free_constant(op: ir.Operation) -> bool:
+    """Integer and boolean constants, and float constants of only 0, ±inf and NaN."""
+    result_type = op.results[0].type
+    if not is_scalable_type(result_type):
+        return True
+    values = read_dense(op.attributes["value"]).astype(np.float64)
+    return bool(np.all((values == 0) | ~np.isfinite(values)))
+
+
+def _bitcast_is_integer_only(op: ir.Operation) -> bool:
+    # A float<->int bitcast sees raw bits, which scaling changes (JAX's total-order sort
+    # comparators use one): only int<->int bitcasts and converts are harmless.
+    return not any(is_scalable_type(v.type) for v in list(op.operands) + list(op.results))
+
+
+def region_ops(region: ir.Region) -> list[ir.Operation]:
+    ops: list[ir.Operation] = []
+    for block in region.blocks:
+        ops += [op.operation for op in block.operations]
+    return ops
+
+
+def is_homogeneous(region: ir.Region) -> bool:
+    for op in region_ops(region):
+        if op.name == "stablehlo.constant":
+            if not _scale_free_constant(op):
+                return False
+        elif op.name in ("stablehlo.bitcast_convert", "stablehlo.convert"):
+            if not _bitcast_is_integer_only(op):
+                return False
+        elif op.name not in _HOMOGENEOUS_OPS or op.regions:
+            return False
+    return True
+
+
+def is_additive(region: ir.Region) -> bool:
+    return any(op.name in _ADDITIVE_OPS and is_scalable_type(op.results[0].type)
+               for op in region_ops(region))
+
+
+def is_assignment(region: ir.Region) -> bool:
+    """A scatter update ``^bb0(%old, %new): return %new`` (pure overwrite)."""
+    block = region.blocks[0]
+    ops = [op.operation for op in block.operations]
+    args = list(block.arguments)
+    return (len(ops) == 1 and ops[0].name == "stablehlo.return"
+            and len(args) % 2 == 0
+            and list(ops[0].operands) == args[len(args) // 2:])
+
+
+def clone_region_retyped(
+    source: ir.Region, target: ir.Region, retype: Callable[[ir.Type], ir.Type]
+) -> None:
+    """Copy ``source`` into the empty ``target`` with every type passed through ``retype``.
+
+    Float constants are re-emitted in the new element type (their values are scale-free, as
+    checked by ``is_homogeneous``).
+    """
+    for block in source.blocks:
+        new_block = target.blocks.append(*[retype(a.type) for a in block.arguments])
+        mapping: dict[ir.Value, ir.Value] = dict(zip(block.arguments, new_block.arguments,
+                                                      strict=True))
+        ip = ir.InsertionPoint(new_block)
+        for op in block.operations:
+            op = op.operation
+            attributes = attributes_of(op)
+            new_types = [retype(r.type) for r in op.results]
+            if op.name == "stablehlo.constant" and new_types[0] != op.results[0].type:
+                values = read_dense(op.attributes["value"]).astype(np.float64)
+                element = ir.ShapedType(new_types[0]).element_type
+                attributes["value"] = ir.DenseElementsAttr.get_splat(
+                    new_types[0], ir.FloatAttr.get(element, float(values.flat[0])))
+            new_op = ir.Operation.create(
+                op.name,
+                results=new_types,
+                operands=[mapping.get(v, v) for v in op.operands],
+                attributes=attributes,
+                regions=len(op.regions),
+                loc=op.location,
+                ip=ip,
+            )
+            for old_region, new_region in zip(op.regions, new_op.regions, strict=True):
+                clone_region_retyped(old_region, new_region, retype)
+            mapping.update(zip(op.results, new_op.results, strict=True))

@@ -1,0 +1,340 @@
+"""How each family of StableHLO ops is rewritten on (data, scale) pairs.
+
+Every function here has the signature ``rule(scope, op)``: it reads the op's operands from
+the scope's value map, emits the rewritten ops and binds the op's results. The table that
+assigns a rule to each op name is ``rules.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.emitter import (
+    attributes_of,
+    element_type,
+    is_scalable_type,
+    read_dense,
+    shape_of,
+)
+from scalify_hlo.rewrites.regions import (
+    clone_region_retyped,
+    is_additive,
+    is_assignment,
+    is_homogeneous,
+)
+from scalify_hlo.rewrites.scope import Scaled, Scope
+from scalify_hlo.scale import Scale, pow2_exponent_of_array, sqrt_size_exponent
+
+# custom_call targets that only move or annotate data (sharding, layout): scale-transparent.
+LAYOUT_ONLY_CUSTOM_CALLS = {
+    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement",
+    "MoveToHost", "MoveToDevice", "LayoutConstraint",
+}
+
+
+# ----- helpers --------------------------------------------------------------------------
+def float_operand_indices(scope: Scope, op: ir.Operation) -> list[int]:
+    return [i for i, v in enumerate(op.operands) if scope.is_scaled(v)]
+
+
+def emit_like(scope: Scope, op: ir.Operation, operands: list[ir.Value]) -> ir.Operation:
+    """The same op on new operands, results and regions retyped to the data dtype."""
+    new = scope.emit.op(op.name, operands, [scope.data_type(r.type) for r in op.results],
+                        attributes_of(op), regions=len(op.regions))
+    for old_region, new_region in zip(op.regions, new.regions, strict=True):
+        clone_region_retyped(old_region, new_region, scope.data_type)
+    return new
+
+
+def bind_results(scope: Scope, op: ir.Operation, new: ir.Operation, scale: Scale) -> None:
+    """Float results get ``scale``; other results map one to one."""
+    for old, value in zip(op.results, new.results, strict=True):
+        scope.set(old, Scaled(value, scale) if is_scalable_type(old.type) else value)
+
+
+def operands_at_common_scale(
+    scope: Scope, op: ir.Operation, indices: list[int] | None = None
+) -> tuple[list[ir.Value], Scale]:
+    """New operands with the float ones (or those at ``indices``) at one common scale."""
+    indices = float_operand_indices(scope, op) if indices is None else indices
+    operands: list[ir.Value | None] = [None] * len(op.operands)
+    scale = Scale()
+    if indices:
+        datas, scale = scope.to_common_scale([scope.scaled(op.operands[i]) for i in indices])
+        for i, data in zip(indices, datas, strict=True):
+            operands[i] = data
+    for i, old in enumerate(op.operands):
+        if operands[i] is None:
+            operands[i] = scope.plain(old)
+    return operands, scale
+
+
+# ----- families -------------------------------------------------------------------------
+def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None) -> None:
+    """Run the op on unscaled operands in the original types; re-encode float results at 1.
+
+    Used for nonlinear functions (by design) and for ops without a rule (reported).
+    """
+    touches_floats = any(scope.is_scaled(v) for v in op.operands) or any(
+        is_scalable_type(r.type) for r in op.results)
+    if report is not None and touches_floats:
+        scope.state.report_fallback(op, report)
+    operands = [scope.plain(old) for old in op.operands]
+    clone = op.clone(ip=scope.emit.ip)
+    for index, operand in enumerate(operands):
+        clone.operands[index] = operand
+    _remap_captures(scope, clone)
+    for old, new in zip(op.results, clone.results, strict=True):
+        scope.set(old, scope.encode(new) if is_scalable_type(old.type) else new)
+
+
+def _remap_captures(scope: Scope, clone: ir.Operation) -> None:
+    """Point values that nested regions of a clone capture from outside at their new values."""
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        if inner is not clone:
+            for index, operand in enumerate(inner.operands):
+                if scope.lookup(operand) is not None:
+                    inner.operands[index] = scope.plain(operand)
+        return ir.WalkResult.ADVANCE
+
+    for region in clone.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                inner.operation.walk(visit)
+
+
+def rule_nonlinear(scope: Scope, op: ir.Operation) -> None:
+    rule_unscaled(scope, op)
+
+
+def rule_fallback(scope: Scope, op: ir.Operation) -> None:
+    rule_unscaled(scope, op, report="has no scale rule")
+
+
+def rule_same_scale(scope: Scope, op: ir.Operation) -> None:
+    """Linear-in-scale ops: float operands at one common scale, results at that scale."""
+    operands, scale = operands_at_common_scale(scope, op)
+    bind_results(scope, op, emit_like(scope, op, operands), scale)
+
+
+def rule_scale_invariant(scope: Scope, op: ir.Operation) -> None:
+    """``f(c*x) = f(x)`` (sign, atan2): common scale in, scale 1 out."""
+    operands, _ = operands_at_common_scale(scope, op)
+    bind_results(scope, op, emit_like(scope, op, operands), Scale())
+
+
+def rule_with_region(scope: Scope, op: ir.Operation) -> None:
+    """Sort, scatter and friends: like ``rule_same_scale`` when the regions commute with
+    scaling, otherwise run unscaled and report why."""
+    if all(is_homogeneous(r) for r in op.regions):
+        rule_same_scale(scope, op)
+    else:
+        rule_unscaled(scope, op, report="has a region that does not commute with scaling")
+
+
+def rule_scatter(scope: Scope, op: ir.Operation) -> None:
+    region = op.regions[0]
+    if is_assignment(region) or is_homogeneous(region):
+        rule_same_scale(scope, op)
+    else:
+        rule_unscaled(scope, op, report="has an update region that does not commute with scaling")
+
+
+def rule_multiply(scope: Scope, op: ir.Operation) -> None:
+    a, b = (scope.scaled(v) for v in op.operands)
+    new = emit_like(scope, op, [a.data, b.data])
+    bind_results(scope, op, new, a.scale.times(b.scale))
+
+
+def rule_divide(scope: Scope, op: ir.Operation) -> None:
+    a, b = (scope.scaled(v) for v in op.operands)
+    new = emit_like(scope, op, [a.data, b.data])
+    bind_results(scope, op, new, a.scale.over(b.scale))
+
+
+def rule_square(scope: Scope, op: ir.Operation) -> None:
+    a = scope.scaled(op.operands[0])
+    bind_results(scope, op, emit_like(scope, op, [a.data]), a.scale.times(a.scale))
+
+
+def _contracting_size(op: ir.Operation) -> int:
+    if op.name == "stablehlo.dot_general":
+        numbers = str(op.attributes["dot_dimension_numbers"])
+        dims = _int_list_after(numbers, "lhs_contracting_dimensions")
+        shape = shape_of(op.operands[0])
+        return math.prod(shape[d] for d in dims)
+    # convolution: every kernel dimension but the output feature one is contracted.
+    numbers = str(op.attributes["dimension_numbers"])
+    kernel_spec = numbers.split("x", 1)[1].split("->")[0]
+    labels = kernel_spec.strip().strip("[]").split(",")
+    out_index = [lbl.strip() for lbl in labels].index("o")
+    kernel_shape = shape_of(op.operands[1])
+    return math.prod(s for i, s in enumerate(kernel_shape) if i != out_index)
+
+
+def _int_list_after(text: str, key: str) -> list[int]:
+    start = text.find(key)
+    if start < 0:
+        return []
+    body = text[text.index("[", start) + 1:text.index("]", start)]
+    return [int(x) for x in body.split(",") if x.strip()]
+
+
+def rule_dot(scope: Scope, op: ir.Operation) -> None:
+    """Unit scaling: ``dot(a_d, b_d) * 2^-k`` with ``2^k ~ sqrt(K)``; scale ``sa*sb*2^k``."""
+    a, b = (scope.scaled(v) for v in op.operands[:2])
+    new = emit_like(scope, op, [a.data, b.data])
+    k = sqrt_size_exponent(_contracting_size(op))
+    data = scope.emit.scale_tensor_static(new.results[0], -k)
+    scope.set(op.results[0], Scaled(data, a.scale.times(b.scale).shifted(k)))
+
+
+def _reduced_size(op: ir.Operation) -> int:
+    if op.name == "stablehlo.reduce":
+        dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+        shape = shape_of(op.operands[0])
+        return math.prod(shape[d] for d in dims)
+    return math.prod(ir.DenseI64ArrayAttr(op.attributes["window_dimensions"]))
+
+
+def rule_reduce(scope: Scope, op: ir.Operation) -> None:
+    """reduce / reduce_window: one common scale for inputs and inits; a sum over N elements
+    moves ``2^k ~ sqrt(N)`` from data to scale."""
+    region = op.regions[0]
+    if not is_homogeneous(region):
+        rule_unscaled(scope, op, report="has a reducer that does not commute with scaling")
+        return
+    operands, scale = operands_at_common_scale(scope, op)
+    new = emit_like(scope, op, operands)
+    k = sqrt_size_exponent(_reduced_size(op)) if is_additive(region) else 0
+    for old, value in zip(op.results, new.results, strict=True):
+        if is_scalable_type(old.type):
+            scope.set(old, Scaled(scope.emit.scale_tensor_static(value, -k), scale.shifted(k)))
+        else:
+            scope.set(old, value)
+
+
+def rule_select_and_scatter(scope: Scope, op: ir.Operation) -> None:
+    """The operand keeps its scale (only compared with itself); source and init share one."""
+    if not all(is_homogeneous(r) for r in op.regions):
+        rule_unscaled(scope, op, report="has a region that does not commute with scaling")
+        return
+    operand, source, init = op.operands
+    datas, scale = scope.to_common_scale([scope.scaled(source), scope.scaled(init)])
+    new = emit_like(scope, op, [scope.scaled(operand).data, *datas])
+    bind_results(scope, op, new, scale)
+
+
+def rule_sqrt(scope: Scope, op: ir.Operation) -> None:
+    """sqrt / rsqrt: halve the scale's exponent, moving a factor 2 into the data if odd."""
+    x = scope.scaled(op.operands[0])
+    sign = 1 if op.name == "stablehlo.sqrt" else -1
+    emit = scope.emit
+    if x.scale.is_static:
+        odd = x.scale.exp % 2
+        data = emit.scale_tensor_static(x.data, odd)
+        result_scale = Scale(sign * (x.scale.exp - odd) // 2)
+    else:
+        # runtime: s' = 2^floor(log2(sqrt(s))), and s / s'^2 in {1, 2} goes into the data.
+        s = scope.materialize(x.scale)
+        half = emit.pow2_floor(emit.unary("stablehlo.sqrt", s))
+        rest = emit.binary("stablehlo.divide", s, emit.binary("stablehlo.multiply", half, half))
+        data = emit.scale_tensor(x.data, rest)
+        result_scale = Scale.dynamic(half)
+        if sign < 0:
+            result_scale = Scale().over(result_scale)
+    new = emit_like(scope, op, [data])
+    bind_results(scope, op, new, result_scale)
+
+
+def rule_constant(scope: Scope, op: ir.Operation) -> None:
+    """Split at rewrite time: a power-of-two scale from the largest finite magnitude."""
+    result = op.results[0]
+    if not is_scalable_type(result.type):
+        rule_unscaled(scope, op)
+        return
+    values = read_dense(op.attributes["value"]).astype(np.float64)
+    exp = pow2_exponent_of_array(values)
+    data_type = scope.data_type(result.type)
+    with np.errstate(over="ignore", invalid="ignore"):
+        data = values / 2.0 ** exp
+    scope.set(result, Scaled(scope.emit.constant(data, data_type), Scale(exp)))
+
+
+def rule_producer(scope: Scope, op: ir.Operation) -> None:
+    """Ops without float operands that make floats (iota): the result at scale 1."""
+    rule_unscaled(scope, op)
+
+
+def rule_convert(scope: Scope, op: ir.Operation) -> None:
+    source, result = op.operands[0], op.results[0]
+    if not scope.is_scaled(source) or not is_scalable_type(result.type):
+        rule_unscaled(scope, op)  # int/bool/f64 -> float at scale 1, float -> int unscaled
+        return
+    x = scope.scaled(source)
+    target = element_type(result)
+    data_dtype = scope.state.data_dtype
+    if target == data_dtype or str(target) == "f32" or target == element_type(source):
+        scope.set(result, x)
+        return
+    # Narrowing (e.g. f32 -> bf16): round the unscaled value as the original does, keep the
+    # scale: exact, including the target's overflow and underflow.
+    emit = scope.emit
+    rounded = emit.convert(emit.convert(scope.unscaled(source), target), ir.F32Type.get())
+    inverse = scope.materialize(Scale().over(x.scale))
+    data = emit.convert(emit.scale_tensor(rounded, inverse), data_dtype)
+    scope.set(result, Scaled(data, x.scale))
+
+
+def rule_custom_call(scope: Scope, op: ir.Operation) -> None:
+    target = ir.StringAttr(op.attributes["call_target_name"]).value
+    if target in LAYOUT_ONLY_CUSTOM_CALLS and len(op.operands) == 1:
+        rule_same_scale(scope, op)
+    else:
+        rule_unscaled(scope, op, report=f"(target '{target}') has no scale rule")
+
+
+def rule_optimization_barrier(scope: Scope, op: ir.Operation) -> None:
+    """Data goes through the barrier; scales stay symbolic beside it."""
+    operands = [scope.scaled(v).data if scope.is_scaled(v) else scope.plain(v)
+                for v in op.operands]
+    new = scope.emit.op(op.name, operands, [v.type for v in operands], attributes_of(op))
+    for old, value, new_value in zip(op.operands, op.results, new.results, strict=True):
+        found = scope.get(old)
+        scope.set(value, Scaled(new_value, found.scale) if isinstance(found, Scaled)
+                  else new_value)
+
+
+def rule_while(scope: Scope, op: ir.Operation) -> None:
+    """Carry (data, scale) pairs: a loop-carried scale is a loop-carried value."""
+    operands = scope.flatten(list(op.operands))
+    types = [v.type for v in operands]
+    new = scope.emit.op(op.name, operands, types, attributes_of(op), regions=2)
+    for old_region, new_region, returns_flat in zip(op.regions, new.regions, (False, True),
+                                                    strict=True):
+        old_block = old_region.blocks[0]
+        block = new_region.blocks.append(*types)
+        child = scope.child(block)
+        child.bind_flat(list(old_block.arguments), list(block.arguments))
+        terminator = child.rewrite_block(old_block)
+        values = child.flatten(list(terminator.operands)) if returns_flat else [
+            child.plain(v) for v in terminator.operands]
+        child.emit.at(terminator.location).op("stablehlo.return", values, [])
+    scope.bind_flat(list(op.results), list(new.results))
+
+
+def rule_case(scope: Scope, op: ir.Operation) -> None:
+    """Every branch returns (data, scale) pairs; the results carry runtime scales."""
+    index = scope.plain(op.operands[0])
+    types = scope.flat_types([r.type for r in op.results])
+    new = scope.emit.op(op.name, [index], types, attributes_of(op), regions=len(op.regions))
+    for old_region, new_region in zip(op.regions, new.regions, strict=True):
+        block = new_region.blocks.append()
+        child = scope.child(block)
+        terminator = child.rewrite_block(old_region.blocks[0])
+        child.emit.at(terminator.location).op(
+            "stablehlo.return", child.flatten(list(terminator.operands)), [])
+    scope.bind_flat(list(op.results), list(new.results))

@@ -1,0 +1,127 @@
+"""The one table that says how every StableHLO (and CHLO) op propagates scales.
+
+``RULES`` maps an op name to a ``Rule``: its family (what ``docs/ops.md`` groups by), the
+function that rewrites it, and what happens to data and scale. An op that is not here runs
+unscaled and is reported (or rejected under ``scalify{strict=true}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites import rule_impls as impl
+from scalify_hlo.rewrites.scope import Scope
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    data: str
+    scale: str
+    apply: Callable[[Scope, ir.Operation], None]
+
+
+SAME_SCALE = Family("same-scale", "same op on data (float operands first brought to a common "
+                    "power-of-two scale, exactly)", "the common scale (max of the inputs)",
+                    impl.rule_same_scale)
+ADDITIVE = Family("additive", "operands rescaled to the common scale, then added",
+                  "max of the scales", impl.rule_same_scale)
+COMPARE = Family("compare", "operands at a common scale, compared", "none (boolean result)",
+                 impl.rule_same_scale)
+WITH_REGION = Family("region", "same op when its region commutes with scaling (max, min, "
+                     "select, compare, add), else unscaled and reported", "common scale",
+                     impl.rule_with_region)
+SCATTER = Family("scatter", "operands and updates at a common scale when the update region "
+                 "overwrites, adds or takes max/min", "common scale", impl.rule_scatter)
+SCALE_INVARIANT = Family("scale-invariant", "same op at a common scale", "1",
+                         impl.rule_scale_invariant)
+MULTIPLY = Family("multiply", "same op on data", "product of scales", impl.rule_multiply)
+DIVIDE = Family("divide", "same op on data", "quotient of scales", impl.rule_divide)
+SQUARE = Family("square", "same op on data", "square of the scale", impl.rule_square)
+DOT = Family("dot", "op on data times 2^-k, 2^k ~ sqrt(contracted size)",
+             "product of scales times 2^k", impl.rule_dot)
+REDUCE = Family("reduce", "same op at a common scale; a sum over N elements times 2^-k, "
+                "2^k ~ sqrt(N)", "common scale (times 2^k for sums)", impl.rule_reduce)
+SELECT_AND_SCATTER = Family("select-and-scatter", "same op: operand at its own scale, source "
+                            "and init at a common one", "source's scale",
+                            impl.rule_select_and_scatter)
+SQRT = Family("sqrt", "same op, with a factor 2 moved into the data when the exponent is odd",
+              "scale^(+-1/2), static or at runtime", impl.rule_sqrt)
+NONLINEAR = Family("nonlinear", "unscaled in the original type, op applied, re-encoded",
+                   "1", impl.rule_nonlinear)
+CONSTANT = Family("constant", "constant / 2^e", "2^e from the largest finite magnitude "
+                  "(static)", impl.rule_constant)
+PRODUCER = Family("producer", "op as is, converted to the data dtype", "1", impl.rule_producer)
+CONVERT = Family("convert", "float->float: data kept (narrowing rounds as the original); "
+                 "float->int: unscaled first; int->float: scale 1", "unchanged or 1",
+                 impl.rule_convert)
+CUSTOM_CALL = Family("custom-call", "layout-only targets (Sharding, ...) pass data through; "
+                     "others run unscaled and are reported", "unchanged or 1",
+                     impl.rule_custom_call)
+BARRIER = Family("barrier", "data through the barrier", "unchanged (symbolic)",
+                 impl.rule_optimization_barrier)
+WHILE = Family("control-flow", "(data, scale) pairs carried through block arguments and "
+               "yields", "loop-carried value", impl.rule_while)
+CASE = Family("control-flow", "every branch yields (data, scale) pairs",
+              "runtime value from the branch taken", impl.rule_case)
+
+_FAMILY_OPS: dict[Family, tuple[str, ...]] = {
+    SAME_SCALE: (
+        "stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim",
+        "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.gather", "stablehlo.reverse",
+        "stablehlo.negate", "stablehlo.abs", "stablehlo.concatenate", "stablehlo.select",
+        "stablehlo.clamp", "stablehlo.maximum", "stablehlo.minimum",
+        "stablehlo.dynamic_update_slice", "stablehlo.pad", "stablehlo.remainder",
+        "chlo.top_k",
+    ),
+    ADDITIVE: ("stablehlo.add", "stablehlo.subtract"),
+    COMPARE: ("stablehlo.compare",),
+    WITH_REGION: ("stablehlo.sort",),
+    SCATTER: ("stablehlo.scatter",),
+    SCALE_INVARIANT: ("stablehlo.sign", "stablehlo.atan2"),
+    MULTIPLY: ("stablehlo.multiply",),
+    DIVIDE: ("stablehlo.divide",),
+    SQUARE: ("chlo.square",),
+    DOT: ("stablehlo.dot_general", "stablehlo.convolution"),
+    REDUCE: ("stablehlo.reduce", "stablehlo.reduce_window"),
+    SELECT_AND_SCATTER: ("stablehlo.select_and_scatter",),
+    SQRT: ("stablehlo.sqrt", "stablehlo.rsqrt"),
+    NONLINEAR: (
+        "stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.log",
+        "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.tanh", "stablehlo.sine",
+        "stablehlo.cosine", "stablehlo.tan", "stablehlo.cbrt", "stablehlo.power",
+        "stablehlo.floor", "stablehlo.ceil", "stablehlo.round_nearest_afz",
+        "stablehlo.round_nearest_even", "stablehlo.is_finite", "stablehlo.reduce_precision",
+        "stablehlo.bitcast_convert", "stablehlo.rng", "stablehlo.rng_bit_generator",
+        "chlo.erf", "chlo.erfc", "chlo.erf_inv", "chlo.tan", "chlo.lgamma", "chlo.digamma",
+        "chlo.sinh", "chlo.cosh", "chlo.asin", "chlo.acos", "chlo.atan", "chlo.asinh",
+        "chlo.acosh", "chlo.atanh",
+    ),
+    CONSTANT: ("stablehlo.constant",),
+    PRODUCER: ("stablehlo.iota",),
+    CONVERT: ("stablehlo.convert",),
+    CUSTOM_CALL: ("stablehlo.custom_call",),
+    BARRIER: ("stablehlo.optimization_barrier",),
+    WHILE: ("stablehlo.while",),
+    CASE: ("stablehlo.case",),
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    op: str
+    family: Family
+
+    def __call__(self, scope: Scope, op: ir.Operation) -> None:
+        self.family.apply(scope, op)
+
+
+RULES: dict[str, Rule] = {
+    op: Rule(op, family) for family, ops in _FAMILY_OPS.items() for op in ops
+}
+
+# func.call is not a rule: the scalify pass inlines calls first (see scalify.py).
+INLINED_OPS = ("func.call",)

@@ -1,0 +1,191 @@
+"""The ``scalify`` pass: every floating tensor of the entry function becomes (data, scale).
+
+Public convention (docs/scaled-signature.md): each f16/bf16/f32 argument and result of the
+entry function becomes two consecutive values, the data (same shape, the data dtype) and the
+scale (``tensor<f32>``, a power of two); ``original = data * scale``. Other values stay as
+they are. Calls are inlined first, then the body is rebuilt op by op from ``rules.RULES``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.errors import RewriteError
+from scalify_hlo.rewrites import rule_impls
+from scalify_hlo.rewrites.emitter import float_type, is_scalable_type
+from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
+from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
+from scalify_hlo.rewrites.rules import RULES
+from scalify_hlo.rewrites.scope import ScalifyState, Scope
+from scalify_hlo.rewrites.symbols import entry_function
+
+DATA_DTYPES = ("f32", "f16", "bf16")
+_DTYPE_ALIASES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+_SDY_MESH_RE = re.compile(r"#sdy\.sharding<(@[\w.$-]+|mesh<[^>]*>)")
+
+
+def _dict_attr(attrs: ir.Attribute | None, index: int) -> dict[str, ir.Attribute]:
+    if attrs is None:
+        return {}
+    entry = ir.DictAttr(ir.ArrayAttr(attrs)[index])
+    return {named.name: named.attr for named in (entry[i] for i in range(len(entry)))}
+
+
+def _scale_attrs(data_attrs: dict[str, ir.Attribute]) -> dict[str, ir.Attribute]:
+    """A scale is replicated wherever its data is sharded."""
+    attrs: dict[str, ir.Attribute] = {}
+    if "mhlo.sharding" in data_attrs:
+        attrs["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
+    if "sdy.sharding" in data_attrs:
+        match = _SDY_MESH_RE.search(str(data_attrs["sdy.sharding"]))
+        if match:
+            attrs["sdy.sharding"] = ir.Attribute.parse(f"#sdy.sharding<{match.group(1)}, []>")
+    return attrs
+
+
+def _with_suffix(attrs: dict[str, ir.Attribute], suffix: str) -> dict[str, ir.Attribute]:
+    if "jax.result_info" in attrs:
+        attrs = dict(attrs)
+        info = ir.StringAttr(attrs["jax.result_info"]).value
+        attrs["jax.result_info"] = ir.StringAttr.get(f"{info}{suffix}")
+    return attrs
+
+
+def _scale_location(loc: ir.Location) -> ir.Location:
+    text = str(loc)
+    match = re.match(r'loc\("([^"]*)"\)$', text)
+    return ir.Location.name(f"{match.group(1)}.scale") if match else loc
+
+
+class SignatureSplit:
+    """How the entry function's arguments and results map to the flattened signature."""
+
+    def __init__(self, func: ir.Operation, scope_type) -> None:
+        function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        self.inputs = list(function_type.inputs)
+        self.results = list(function_type.results)
+        self.arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
+        self.res_attrs = func.attributes["res_attrs"] if "res_attrs" in func.attributes else None
+        self.data_type = scope_type
+        self.result_positions: list[int] = []
+        position = 0
+        for t in self.results:
+            self.result_positions.append(position)
+            position += 2 if is_scalable_type(t) else 1
+
+    def new_inputs(self) -> list[ir.Type]:
+        return self._flat(self.inputs)
+
+    def new_results(self) -> list[ir.Type]:
+        return self._flat(self.results)
+
+    def _flat(self, types: list[ir.Type]) -> list[ir.Type]:
+        flat: list[ir.Type] = []
+        for t in types:
+            flat.append(self.data_type(t))
+            if is_scalable_type(t):
+                flat.append(ir.RankedTensorType.get([], ir.F32Type.get()))
+        return flat
+
+    def _remap_aliasing(self, attrs: dict[str, ir.Attribute]) -> dict[str, ir.Attribute]:
+        if "tf.aliasing_output" in attrs:
+            old = ir.IntegerAttr(attrs["tf.aliasing_output"]).value
+            if 0 <= old < len(self.result_positions):
+                attrs = dict(attrs)
+                attrs["tf.aliasing_output"] = ir.IntegerAttr.get(
+                    ir.IntegerType.get_signless(32), self.result_positions[old])
+        return attrs
+
+    def new_arg_attrs(self) -> ir.ArrayAttr:
+        entries: list[ir.Attribute] = []
+        for index, t in enumerate(self.inputs):
+            attrs = self._remap_aliasing(_dict_attr(self.arg_attrs, index))
+            entries.append(ir.DictAttr.get(attrs))
+            if is_scalable_type(t):
+                entries.append(ir.DictAttr.get(_scale_attrs(attrs)))
+        return ir.ArrayAttr.get(entries)
+
+    def new_res_attrs(self) -> ir.ArrayAttr:
+        entries: list[ir.Attribute] = []
+        for index, t in enumerate(self.results):
+            attrs = _dict_attr(self.res_attrs, index)
+            if is_scalable_type(t):
+                entries.append(ir.DictAttr.get(_with_suffix(attrs, ".data")))
+                scale_attrs = _scale_attrs(attrs)
+                if "jax.result_info" in attrs:
+                    scale_attrs["jax.result_info"] = attrs["jax.result_info"]
+                entries.append(ir.DictAttr.get(_with_suffix(scale_attrs, ".scale")))
+            else:
+                entries.append(ir.DictAttr.get(attrs))
+        return ir.ArrayAttr.get(entries)
+
+
+def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
+    """Replace ``func`` by its scaled version (same name, flattened signature)."""
+    old_block = func.regions[0].blocks[0]
+    probe = Scope(state, old_block)
+    split = SignatureSplit(func, probe.data_type)
+    attributes = {name: func.attributes[name] for name in func.attributes}
+    attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(split.new_inputs(), split.new_results()))
+    attributes["arg_attrs"] = split.new_arg_attrs()
+    attributes["res_attrs"] = split.new_res_attrs()
+    new_func = ir.Operation.create("func.func", results=[], operands=[], attributes=attributes,
+                                   regions=1, loc=func.location, ip=ir.InsertionPoint(func))
+    arg_locs: list[ir.Location] = []
+    for arg in old_block.arguments:
+        arg_locs.append(arg.location)
+        if is_scalable_type(arg.type):
+            arg_locs.append(_scale_location(arg.location))
+    block = new_func.regions[0].blocks.append(*split.new_inputs(), arg_locs=arg_locs)
+    scope = Scope(state, block)
+    scope.bind_flat(list(old_block.arguments), list(block.arguments))
+    terminator = scope.rewrite_block(old_block)
+    if terminator is None:
+        raise RewriteError("entry function has no func.return")
+    scope.emit.at(terminator.location).op("func.return",
+                                          scope.flatten(list(terminator.operands)), [])
+    func.erase()
+
+
+def data_dtype_name(raw: str) -> str:
+    name = _DTYPE_ALIASES.get(raw, raw)
+    if name not in DATA_DTYPES:
+        raise RewriteError(f"unsupported data dtype '{raw}' (use one of {', '.join(DATA_DTYPES)})")
+    return name
+
+
+def scalify_module(module: ir.Module, data_dtype: str, strict: bool,
+                   context: PassContext) -> None:
+    context.bump("inline.calls-inlined", inline_calls(module))
+    remove_unused_private_functions(module)
+    state = ScalifyState(
+        data_dtype=float_type(data_dtype_name(data_dtype)),
+        strict=strict,
+        context=context,
+        rules=dict(RULES),
+        fallback=rule_impls.rule_fallback,
+    )
+    scalify_function(entry_function(module), state)
+
+
+def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
+    scalify_module(module, options["data-dtype"], options["strict"], context)
+
+
+SCALIFY = register(PassInfo(
+    name="scalify",
+    description="Split every floating tensor into (data, scale) with a power-of-two scale and "
+                "propagate scales through every op (calls are inlined first).",
+    run=_run,
+    options=(
+        Option("data-dtype", str, "f16", "element type of the data halves",
+               choices=DATA_DTYPES + tuple(_DTYPE_ALIASES)),
+        Option("strict", bool, False, "make an op without a scale rule an error, not a "
+               "warning"),
+    ),
+))

@@ -1,0 +1,271 @@
+"""The state of a scalify rewrite inside one block: the value map and what it has emitted.
+
+An original value maps either to a ``Scaled`` pair (floating tensors) or to one new value
+(integers, booleans, tokens, and floats the pass leaves alone such as f64). Materialized
+scales and unscaled copies are cached per block, and nested blocks see their parents'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.errors import RewriteError
+from scalify_hlo.ir import short_location
+from scalify_hlo.rewrites.emitter import (
+    Emitter,
+    element_type,
+    is_ranked_tensor,
+    is_scalable_type,
+    scalar_type,
+    with_element_type,
+)
+from scalify_hlo.rewrites.registry import PassContext
+from scalify_hlo.scale import Scale, saturate_exponent
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """``original = data * scale``; data is in the pass's data dtype."""
+
+    data: ir.Value
+    scale: Scale
+
+
+Mapped = Scaled | ir.Value
+
+
+@dataclass
+class ScalifyState:
+    """Settings and reporting shared by every scope of one scalify run."""
+
+    data_dtype: ir.Type
+    strict: bool
+    context: PassContext
+    rules: dict[str, Callable[[Scope, ir.Operation], None]]
+    fallback: Callable[[Scope, ir.Operation], None]
+    reported: set[str] = field(default_factory=set)
+
+    def report_fallback(self, op: ir.Operation, why: str) -> None:
+        where = short_location(op.location)
+        message = f"{where}: {op.name} {why}; running it unscaled (scale 1)"
+        if self.strict:
+            raise RewriteError(f"{message} (strict mode)")
+        self.context.bump("scalify.fallback-ops")
+        self.context.warn(message)
+
+
+class Scope:
+    def __init__(self, state: ScalifyState, block: ir.Block, parent: Scope | None = None):
+        self.state = state
+        self.block = block
+        self.parent = parent
+        self.values: dict[ir.Value, Mapped] = {}
+        self._materialized: dict[Scale, ir.Value] = {}
+        self._unscaled: dict[ir.Value, ir.Value] = {}
+        self.emit = Emitter(ir.InsertionPoint(block), ir.Location.unknown())
+
+    # ----- the value map -------------------------------------------------------------
+    def lookup(self, old: ir.Value) -> Mapped | None:
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope.values.get(old)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def get(self, old: ir.Value) -> Mapped:
+        found = self.lookup(old)
+        if found is None:
+            raise RewriteError(f"{short_location(self.emit.loc)}: value used before definition")
+        return found
+
+    def is_scaled(self, old: ir.Value) -> bool:
+        return isinstance(self.get(old), Scaled)
+
+    def scaled(self, old: ir.Value) -> Scaled:
+        found = self.get(old)
+        if not isinstance(found, Scaled):
+            raise RewriteError(f"{short_location(self.emit.loc)}: expected a floating value")
+        return found
+
+    def set(self, old: ir.Value, new: Mapped) -> None:
+        self.values[old] = new
+
+    def plain(self, old: ir.Value) -> ir.Value:
+        """The new value of an operand in its original type (unscaling floats)."""
+        found = self.get(old)
+        if isinstance(found, Scaled):
+            return self.unscaled(old)
+        return found
+
+    # ----- scales --------------------------------------------------------------------
+    def _cached(self, attr: str, key) -> ir.Value | None:
+        scope: Scope | None = self
+        while scope is not None:
+            found = getattr(scope, attr).get(key)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def saturate(self, scale: Scale) -> Scale:
+        exp, clamped = saturate_exponent(scale.exp)
+        if clamped:
+            self.state.context.bump("scalify.saturated-scales")
+            self.state.context.warn(
+                f"{short_location(self.emit.loc)}: scale 2^{scale.exp} leaves the f32 range; "
+                f"saturated to 2^{exp}")
+        return Scale(exp, scale.factors)
+
+    def materialize(self, scale: Scale) -> ir.Value:
+        """The scale as a rank-0 f32 SSA value (emitting the product only once per block)."""
+        scale = self.saturate(scale)
+        found = self._cached("_materialized", scale)
+        if found is not None:
+            return found
+        emit = self.emit
+        value: ir.Value | None = None
+        for factor, power in scale.factors:
+            for _ in range(abs(power)):
+                if value is None:
+                    value = factor if power > 0 else emit.binary(
+                        "stablehlo.divide", emit.scalar_f32(1.0), factor)
+                else:
+                    value = emit.binary("stablehlo.multiply" if power > 0 else "stablehlo.divide",
+                                        value, factor)
+        if value is None:
+            value = emit.scalar_f32(2.0 ** scale.exp)
+        elif scale.exp != 0:
+            value = emit.binary("stablehlo.multiply", value, emit.scalar_f32(2.0 ** scale.exp))
+        self._materialized[scale] = value
+        return value
+
+    def rescale_data(self, value: Scaled, target: Scale) -> ir.Value:
+        """``value``'s data re-expressed at scale ``target`` (an exact power-of-two factor)."""
+        ratio = value.scale.over(target)
+        if ratio.is_static:
+            return self.emit.scale_tensor_static(value.data, ratio.exp)
+        return self.emit.scale_tensor(value.data, self.materialize(ratio))
+
+    def common_scale(self, values: Sequence[Scaled]) -> Scale:
+        """The largest of the scales: statically when the runtime factors agree."""
+        first = values[0].scale
+        if all(v.scale.same_factors(first) for v in values):
+            return Scale(max(v.scale.exp for v in values), first.factors)
+        distinct: list[Scale] = []
+        for value in values:
+            if value.scale not in distinct:
+                distinct.append(value.scale)
+        result = self.materialize(distinct[0])
+        for scale in distinct[1:]:
+            result = self.emit.binary("stablehlo.maximum", result, self.materialize(scale))
+        return Scale.dynamic(result)
+
+    def to_common_scale(self, values: Sequence[Scaled]) -> tuple[list[ir.Value], Scale]:
+        scale = self.common_scale(values)
+        return [self.rescale_data(v, scale) for v in values], scale
+
+    # ----- crossing between the scaled and the original representation --------------
+    def unscaled(self, old: ir.Value) -> ir.Value:
+        """``data * scale`` in the original element type (computed in f32 when narrower)."""
+        cached = self._cached("_unscaled", old)
+        if cached is not None:
+            return cached
+        value = self.scaled(old)
+        original = element_type(old)
+        emit = self.emit
+        scale = self.saturate(value.scale)
+        data = value.data
+        if scale.is_static:
+            wide = ir.F32Type.get() if scale.exp != 0 else original
+            result = emit.convert(emit.scale_tensor_static(emit.convert(data, wide), scale.exp),
+                                  original)
+        else:
+            wide = emit.convert(data, ir.F32Type.get())
+            result = emit.convert(emit.scale_tensor(wide, self.materialize(scale)), original)
+        self._unscaled[old] = result
+        return result
+
+    def encode(self, value: ir.Value, scale: Scale | None = None) -> Scaled:
+        """A value of the original program as data in the data dtype with a static scale."""
+        scale = scale or Scale()
+        data = value
+        if scale.exp != 0:
+            data = self.emit.scale_tensor_static(self.emit.convert(value, ir.F32Type.get()),
+                                                 -scale.exp)
+        return Scaled(self.emit.convert(data, self.state.data_dtype), scale)
+
+    def data_type(self, t: ir.Type) -> ir.Type:
+        """The type a value of type ``t`` has in the rewritten program (its data half)."""
+        if is_scalable_type(t):
+            self.check_static(t)
+            return with_element_type(t, self.state.data_dtype)
+        return t
+
+    def check_static(self, t: ir.Type) -> None:
+        if is_ranked_tensor(t) and not ir.RankedTensorType(t).has_static_shape:
+            raise RewriteError(
+                f"{short_location(self.emit.loc)}: dynamic shapes are not supported ({t})")
+
+    @staticmethod
+    def scale_type() -> ir.Type:
+        return scalar_type(ir.F32Type.get())
+
+    # ----- walking -------------------------------------------------------------------
+    def rewrite_block(self, old_block: ir.Block) -> ir.Operation | None:
+        """Rewrite every op of ``old_block``; returns its terminator (not rewritten)."""
+        for op in old_block.operations:
+            op = op.operation
+            if op.name in ("func.return", "stablehlo.return"):
+                return op
+            self.rewrite_op(op)
+        return None
+
+    def rewrite_op(self, op: ir.Operation) -> None:
+        self.emit = self.emit.at(op.location)
+        for result in op.results:
+            if is_ranked_tensor(result.type):
+                self.check_static(result.type)
+        rule = self.state.rules.get(op.name)
+        if rule is None:
+            rule = self.state.fallback
+        rule(self, op)
+
+    def child(self, block: ir.Block) -> Scope:
+        child = Scope(self.state, block, self)
+        child.emit = Emitter(ir.InsertionPoint(block), self.emit.loc)
+        return child
+
+    # ----- flattening (data, scale) pairs for signatures, loops and branches --------
+    def flatten(self, olds: Sequence[ir.Value]) -> list[ir.Value]:
+        flat: list[ir.Value] = []
+        for old in olds:
+            found = self.get(old)
+            if isinstance(found, Scaled):
+                flat += [found.data, self.materialize(found.scale)]
+            else:
+                flat.append(found)
+        return flat
+
+    def flat_types(self, types: Sequence[ir.Type]) -> list[ir.Type]:
+        flat: list[ir.Type] = []
+        for t in types:
+            flat.append(self.data_type(t))
+            if is_scalable_type(t):
+                flat.append(self.scale_type())
+        return flat
+
+    def bind_flat(self, olds: Sequence[ir.Value], news: Sequence[ir.Value]) -> None:
+        """Map original values to consecutive new values: two for floats, one otherwise."""
+        position = 0
+        for old in olds:
+            if is_scalable_type(old.type):
+                self.set(old, Scaled(news[position], Scale.dynamic(news[position + 1])))
+                position += 2
+            else:
+                self.set(old, news[position])
+                position += 1

@@ -1,0 +1,94 @@
+"""The scale model: a scale is a static power of two times a product of runtime factors.
+
+Scales are tracked symbolically while rewriting, so that a chain of multiplications,
+dots and reductions emits no runtime op at all until a scale has to exist as an SSA value
+(at a function result, a loop carry, or where two different runtime scales meet).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# Static exponents stay where 2**exp is a normal f32: beyond that a scale would be 0 or inf.
+MIN_EXPONENT = -126
+MAX_EXPONENT = 127
+
+
+@dataclass(frozen=True)
+class Scale:
+    """``2**exp * prod(value**power for value, power in factors)``.
+
+    ``factors`` holds runtime rank-0 f32 SSA values (powers of two themselves), kept sorted by
+    a stable key so that equal products compare equal.
+    """
+
+    exp: int = 0
+    factors: tuple[tuple[object, int], ...] = ()
+
+    @property
+    def is_static(self) -> bool:
+        return not self.factors
+
+    @staticmethod
+    def dynamic(value: object) -> Scale:
+        return Scale(0, ((value, 1),))
+
+    def times(self, other: Scale) -> Scale:
+        return Scale(self.exp + other.exp, _merge(self.factors, other.factors, 1))
+
+    def over(self, other: Scale) -> Scale:
+        return Scale(self.exp - other.exp, _merge(self.factors, other.factors, -1))
+
+    def shifted(self, exp: int) -> Scale:
+        return Scale(self.exp + exp, self.factors)
+
+    def same_factors(self, other: Scale) -> bool:
+        return self.factors == other.factors
+
+
+def _key(value: object) -> int:
+    return hash(value)
+
+
+def _merge(
+    left: tuple[tuple[object, int], ...], right: tuple[tuple[object, int], ...], sign: int
+) -> tuple[tuple[object, int], ...]:
+    powers: dict[object, int] = {}
+    order: dict[object, object] = {}
+    for value, power in left:
+        powers[value] = powers.get(value, 0) + power
+        order[value] = value
+    for value, power in right:
+        powers[value] = powers.get(value, 0) + sign * power
+        order[value] = value
+    return tuple(sorted(((v, p) for v, p in powers.items() if p != 0), key=lambda vp: _key(vp[0])))
+
+
+def saturate_exponent(exp: int) -> tuple[int, bool]:
+    """Clamp a static exponent to the f32 normal range; the flag says whether it was clamped."""
+    clamped = min(max(exp, MIN_EXPONENT), MAX_EXPONENT)
+    return clamped, clamped != exp
+
+
+def pow2_exponent_of_array(values: np.ndarray) -> int:
+    """The exponent ``e`` with ``max|finite values| in [2**e, 2**(e+1))``; 0 when there is none.
+
+    NaN and Inf are ignored, so a constant holding them never gets an infinite scale, and a
+    constant that is an exact power of two gets exactly that power (its data becomes 1).
+    """
+    finite = np.abs(values[np.isfinite(values)].astype(np.float64))
+    finite = finite[finite > 0]
+    if finite.size == 0:
+        return 0
+    exp = math.frexp(float(finite.max()))[1] - 1
+    return saturate_exponent(exp)[0]
+
+
+def sqrt_size_exponent(size: int) -> int:
+    """``k`` with ``2**k`` the power of two nearest ``sqrt(size)`` (in log scale)."""
+    if size <= 1:
+        return 0
+    return int(round(0.5 * math.log2(size)))
