@@ -12,12 +12,12 @@ import tempfile
 from pathlib import Path
 
 import click
+from scalify_hlo.rewrites import DEFAULT_PIPELINE, PASSES, parse_pipeline
 
 from scalify_hlo import __version__
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.errors import ScalifyError
-from scalify_hlo.rewrites import DEFAULT_PIPELINE, PASSES, parse_pipeline
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 70

@@ -164,12 +164,11 @@ class Emitter:
             return x
         return self.binary("stablehlo.multiply", x, self.splat(2.0 ** exp, x.type))
 
-    def pow2_floor(self, x: ir.Value) -> ir.Value:
-        """``2**floor(log2(x))`` of a positive f32, exactly, by masking the exponent bits."""
+    def pow2_round(self, x: ir.Value) -> ir.Value:
+        """``x`` rounded to the nearest power of two (exact powers of two stay as they are):
+        a reduce_precision to 0 mantissa bits, which also keeps 0, inf and NaN."""
         i32 = ir.IntegerType.get_signless(32)
-        bits = self.unary("stablehlo.bitcast_convert", x, with_element_type(x.type, i32))
-        mask_attr = ir.DenseElementsAttr.get_splat(
-            bits.type, ir.IntegerAttr.get(i32, 0x7F800000))
-        mask = self.op("stablehlo.constant", [], [bits.type], {"value": mask_attr}).result
-        masked = self.binary("stablehlo.and", bits, mask)
-        return self.unary("stablehlo.bitcast_convert", masked, x.type)
+        return self.op("stablehlo.reduce_precision", [x], [x.type], {
+            "exponent_bits": ir.IntegerAttr.get(i32, 8),
+            "mantissa_bits": ir.IntegerAttr.get(i32, 0),
+        }).result

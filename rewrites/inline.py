@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from jax.extend.mlir import ir
-
-from scalify_hlo.errors import RewriteError
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 from scalify_hlo.rewrites.symbols import functions_by_name
+
+from scalify_hlo.errors import RewriteError
 
 MAX_INLINE_DEPTH = 64
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from jax.extend.mlir import ir, passmanager
+from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.ir import format_diagnostics
-from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
 
 def run_mlir_pipeline(module: ir.Module, pipeline: str) -> None:

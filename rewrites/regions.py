@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 import numpy as np
 from jax.extend.mlir import ir
-
 from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type, read_dense
 
 _HOMOGENEOUS_OPS = {

@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 from jax.extend.mlir import ir
-
 from scalify_hlo.rewrites.emitter import (
     attributes_of,
     element_type,
@@ -26,6 +25,7 @@ from scalify_hlo.rewrites.regions import (
     is_homogeneous,
 )
 from scalify_hlo.rewrites.scope import Scaled, Scope
+
 from scalify_hlo.scale import Scale, pow2_exponent_of_array, sqrt_size_exponent
 
 # custom_call targets that only move or annotate data (sharding, layout): scale-transparent.
@@ -49,10 +49,17 @@ def emit_like(scope: Scope, op: ir.Operation, operands: list[ir.Value]) -> ir.Op
     return new
 
 
-def bind_results(scope: Scope, op: ir.Operation, new: ir.Operation, scale: Scale) -> None:
+def bind_results(scope: Scope, op: ir.Operation, new: ir.Operation, scale: Scale,
+                 any_scale: bool = False) -> None:
     """Float results get ``scale``; other results map one to one."""
     for old, value in zip(op.results, new.results, strict=True):
-        scope.set(old, Scaled(value, scale) if is_scalable_type(old.type) else value)
+        scope.set(old, Scaled(value, scale, any_scale) if is_scalable_type(old.type) else value)
+
+
+def all_any_scale(scope: Scope, op: ir.Operation) -> bool:
+    """Whether every float operand is scale-free (only 0, +-inf, NaN), and there is one."""
+    floats = [scope.scaled(v) for v in op.operands if scope.is_scaled(v)]
+    return bool(floats) and all(f.any_scale for f in floats)
 
 
 def operands_at_common_scale(
@@ -116,8 +123,9 @@ def rule_fallback(scope: Scope, op: ir.Operation) -> None:
 
 def rule_same_scale(scope: Scope, op: ir.Operation) -> None:
     """Linear-in-scale ops: float operands at one common scale, results at that scale."""
+    any_scale = all_any_scale(scope, op)
     operands, scale = operands_at_common_scale(scope, op)
-    bind_results(scope, op, emit_like(scope, op, operands), scale)
+    bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
 
 
 def rule_scale_invariant(scope: Scope, op: ir.Operation) -> None:
@@ -238,9 +246,10 @@ def rule_sqrt(scope: Scope, op: ir.Operation) -> None:
         data = emit.scale_tensor_static(x.data, odd)
         result_scale = Scale(sign * (x.scale.exp - odd) // 2)
     else:
-        # runtime: s' = 2^floor(log2(sqrt(s))), and s / s'^2 in {1, 2} goes into the data.
+        # runtime: s' = sqrt(s) rounded to a power of two (sqrt(2) * 2^m rounds down to 2^m),
+        # and s / s'^2, which is 1 or 2, goes into the data.
         s = scope.materialize(x.scale)
-        half = emit.pow2_floor(emit.unary("stablehlo.sqrt", s))
+        half = emit.pow2_round(emit.unary("stablehlo.sqrt", s))
         rest = emit.binary("stablehlo.divide", s, emit.binary("stablehlo.multiply", half, half))
         data = emit.scale_tensor(x.data, rest)
         result_scale = Scale.dynamic(half)
@@ -261,7 +270,8 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     data_type = scope.data_type(result.type)
     with np.errstate(over="ignore", invalid="ignore"):
         data = values / 2.0 ** exp
-    scope.set(result, Scaled(scope.emit.constant(data, data_type), Scale(exp)))
+    any_scale = bool(np.all((values == 0) | ~np.isfinite(values)))
+    scope.set(result, Scaled(scope.emit.constant(data, data_type), Scale(exp), any_scale))
 
 
 def rule_producer(scope: Scope, op: ir.Operation) -> None:

@@ -12,8 +12,6 @@ import re
 from typing import Any
 
 from jax.extend.mlir import ir
-
-from scalify_hlo.errors import RewriteError
 from scalify_hlo.rewrites import rule_impls
 from scalify_hlo.rewrites.emitter import float_type, is_scalable_type
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
@@ -21,6 +19,8 @@ from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, registe
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scope import ScalifyState, Scope
 from scalify_hlo.rewrites.symbols import entry_function
+
+from scalify_hlo.errors import RewriteError
 
 DATA_DTYPES = ("f32", "f16", "bf16")
 _DTYPE_ALIASES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
@@ -159,13 +159,22 @@ def data_dtype_name(raw: str) -> str:
     return name
 
 
-def scalify_module(module: ir.Module, data_dtype: str, strict: bool,
-                   context: PassContext) -> None:
+def resolve_common_scale_rule(rule: str, data_dtype: str) -> str:
+    """``auto``: the runtime max only where the data's exponent range is narrow (f16)."""
+    if rule == "auto":
+        return "max" if data_dtype == "f16" else "first"
+    return rule
+
+
+def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: PassContext,
+                   common_scale: str = "auto") -> None:
     context.bump("inline.calls-inlined", inline_calls(module))
     remove_unused_private_functions(module)
+    dtype = data_dtype_name(data_dtype)
     state = ScalifyState(
-        data_dtype=float_type(data_dtype_name(data_dtype)),
+        data_dtype=float_type(dtype),
         strict=strict,
+        common_scale_rule=resolve_common_scale_rule(common_scale, dtype),
         context=context,
         rules=dict(RULES),
         fallback=rule_impls.rule_fallback,
@@ -174,7 +183,8 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool,
 
 
 def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-    scalify_module(module, options["data-dtype"], options["strict"], context)
+    scalify_module(module, options["data-dtype"], options["strict"], context,
+                   options["common-scale"])
 
 
 SCALIFY = register(PassInfo(
@@ -187,5 +197,8 @@ SCALIFY = register(PassInfo(
                choices=DATA_DTYPES + tuple(_DTYPE_ALIASES)),
         Option("strict", bool, False, "make an op without a scale rule an error, not a "
                "warning"),
+        Option("common-scale", str, "auto", "scale that add, select, concatenate... bring "
+               "their operands to when runtime scales differ: max, first (operand's), or auto "
+               "(max for f16 data, first otherwise)", choices=("auto", "max", "first")),
     ),
 ))

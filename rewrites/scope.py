@@ -11,9 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from jax.extend.mlir import ir
-
-from scalify_hlo.errors import RewriteError
-from scalify_hlo.ir import short_location
 from scalify_hlo.rewrites.emitter import (
     Emitter,
     element_type,
@@ -23,15 +20,23 @@ from scalify_hlo.rewrites.emitter import (
     with_element_type,
 )
 from scalify_hlo.rewrites.registry import PassContext
+
+from scalify_hlo.errors import RewriteError
+from scalify_hlo.ir import short_location
 from scalify_hlo.scale import Scale, saturate_exponent
 
 
 @dataclass(frozen=True)
 class Scaled:
-    """``original = data * scale``; data is in the pass's data dtype."""
+    """``original = data * scale``; data is in the pass's data dtype.
+
+    ``any_scale`` marks values made only of 0, +-inf and NaN (relu's zero, reduce inits,
+    masks): their data is the same at every scale, so they never force a rescale.
+    """
 
     data: ir.Value
     scale: Scale
+    any_scale: bool = False
 
 
 Mapped = Scaled | ir.Value
@@ -43,6 +48,7 @@ class ScalifyState:
 
     data_dtype: ir.Type
     strict: bool
+    common_scale_rule: str  # "max" or "first"
     context: PassContext
     rules: dict[str, Callable[[Scope, ir.Operation], None]]
     fallback: Callable[[Scope, ir.Operation], None]
@@ -122,42 +128,97 @@ class Scope:
         return Scale(exp, scale.factors)
 
     def materialize(self, scale: Scale) -> ir.Value:
-        """The scale as a rank-0 f32 SSA value (emitting the product only once per block)."""
+        """The scale as a rank-0 f32 SSA value, emitted once per block and reused."""
         scale = self.saturate(scale)
         found = self._cached("_materialized", scale)
         if found is not None:
             return found
-        emit = self.emit
-        value: ir.Value | None = None
-        for factor, power in scale.factors:
-            for _ in range(abs(power)):
-                if value is None:
-                    value = factor if power > 0 else emit.binary(
-                        "stablehlo.divide", emit.scalar_f32(1.0), factor)
-                else:
-                    value = emit.binary("stablehlo.multiply" if power > 0 else "stablehlo.divide",
-                                        value, factor)
-        if value is None:
-            value = emit.scalar_f32(2.0 ** scale.exp)
-        elif scale.exp != 0:
-            value = emit.binary("stablehlo.multiply", value, emit.scalar_f32(2.0 ** scale.exp))
+        value = self._build(scale)
         self._materialized[scale] = value
+        return value
+
+    def _cost(self, scale: Scale, memo: dict[Scale, int]) -> int:
+        """Ops needed to materialize ``scale`` now: via its recipe or as a flat chain."""
+        if scale in memo:
+            return memo[scale]
+        if self._cached("_materialized", scale) is not None or scale.is_static:
+            cost = 0
+        elif scale.factors == ((scale.factors[0][0], 1),):
+            cost = 0 if scale.exp == 0 else 1
+        else:
+            cost = self._flat_cost(scale)
+            recipe = scale.recipe
+            if recipe is not None and recipe[0] == "shift":
+                cost = min(cost, 1 + self._cost(recipe[1], memo))
+            elif recipe is not None:
+                cost = min(cost, 1 + self._cost(recipe[1], memo) + self._cost(recipe[2], memo))
+        memo[scale] = cost
+        return cost
+
+    @staticmethod
+    def _flat_cost(scale: Scale) -> int:
+        return sum(abs(p) for _, p in scale.factors) - 1 + (1 if scale.exp else 0) + (
+            1 if all(p < 0 for _, p in scale.factors) else 0)
+
+    def _build(self, scale: Scale) -> ir.Value:
+        emit = self.emit
+        if scale.is_static:
+            return emit.scalar_f32(2.0 ** scale.exp)
+        if scale.factors == ((scale.factors[0][0], 1),):
+            base = scale.factors[0][0]
+            if scale.exp == 0:
+                return base
+            return emit.binary("stablehlo.multiply", base, self.materialize(Scale(scale.exp)))
+        recipe = scale.recipe
+        memo: dict[Scale, int] = {}
+        if recipe is not None and self._cost(scale, memo) < self._flat_cost(scale):
+            if recipe[0] == "shift":
+                return emit.binary("stablehlo.multiply", self.materialize(recipe[1]),
+                                   self.materialize(Scale(recipe[2])))
+            name = "stablehlo.multiply" if recipe[0] == "mul" else "stablehlo.divide"
+            return emit.binary(name, self.materialize(recipe[1]), self.materialize(recipe[2]))
+        numerator = [f for f, p in scale.factors for _ in range(p) if p > 0]
+        denominator = [f for f, p in scale.factors for _ in range(-p) if p < 0]
+        value = numerator[0] if numerator else self.materialize(Scale(0))
+        for factor in numerator[1:]:
+            value = emit.binary("stablehlo.multiply", value, factor)
+        for factor in denominator:
+            value = emit.binary("stablehlo.divide", value, factor)
+        if scale.exp:
+            value = emit.binary("stablehlo.multiply", value, self.materialize(Scale(scale.exp)))
         return value
 
     def rescale_data(self, value: Scaled, target: Scale) -> ir.Value:
         """``value``'s data re-expressed at scale ``target`` (an exact power-of-two factor)."""
+        if value.any_scale:
+            return value.data
         ratio = value.scale.over(target)
         if ratio.is_static:
             return self.emit.scale_tensor_static(value.data, ratio.exp)
-        return self.emit.scale_tensor(value.data, self.materialize(ratio))
+        if value.scale.is_static or target.is_static or len(ratio.factors) == 1:
+            factor = self.materialize(ratio)
+        else:  # one divide of the two full scales, which are usually materialized anyway
+            factor = self.emit.binary("stablehlo.divide", self.materialize(value.scale),
+                                      self.materialize(target))
+        return self.emit.scale_tensor(value.data, factor)
 
     def common_scale(self, values: Sequence[Scaled]) -> Scale:
-        """The largest of the scales: statically when the runtime factors agree."""
-        first = values[0].scale
-        if all(v.scale.same_factors(first) for v in values):
-            return Scale(max(v.scale.exp for v in values), first.factors)
+        """The scale that operands of a same-scale op are brought to.
+
+        Statically the largest when the runtime factors agree; otherwise, by the pass option,
+        the runtime maximum (no data can grow: what a 5-bit-exponent f16 needs) or the first
+        operand's scale (one rescale instead of two: enough for f32 and bf16 data).
+        """
+        scaled = [v for v in values if not v.any_scale]
+        if not scaled:
+            return Scale()
+        first = scaled[0].scale
+        if all(v.scale.same_factors(first) for v in scaled):
+            return Scale(max(v.scale.exp for v in scaled), first.factors)
+        if self.state.common_scale_rule == "first":
+            return first
         distinct: list[Scale] = []
-        for value in values:
+        for value in scaled:
             if value.scale not in distinct:
                 distinct.append(value.scale)
         result = self.materialize(distinct[0])

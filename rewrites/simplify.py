@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 from jax.extend.mlir import ir
-
 from scalify_hlo.rewrites.emitter import read_dense
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register

@@ -56,7 +56,7 @@ def rewrite_module_source(
                     dump_after_pass(str(invocation), hlo_ir.module_to_text(current, debug_info))
 
             run_pipeline(module, invocations, result.context, after)
-            hlo_ir.verify(module, filename)
+            hlo_ir.verify(module, filename, line_offset)
             result.ops_after = hlo_ir.count_ops(module)
             result.output = hlo_ir.write_module(module, emit, debug_info)
         except ScalifyError as exc:

@@ -12,7 +12,7 @@ import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
@@ -28,7 +28,7 @@ class IRError(ScalifyError):
     """A module cannot be read, verified or written; the message is a single line."""
 
 
-class EmitFormat(str, Enum):
+class EmitFormat(StrEnum):
     """How a module is written out."""
 
     TEXT = "text"

@@ -8,7 +8,7 @@ dots and reductions emits no runtime op at all until a scale has to exist as an 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,6 +27,10 @@ class Scale:
 
     exp: int = 0
     factors: tuple[tuple[object, int], ...] = ()
+    # How this scale was built from others: ("mul" | "div", a, b) or ("shift", a, exp). It
+    # takes no part in equality; materializing follows it so that each distinct scale costs
+    # one runtime op on top of its (cached) parts instead of a chain over every factor.
+    recipe: tuple | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def is_static(self) -> bool:
@@ -37,13 +41,15 @@ class Scale:
         return Scale(0, ((value, 1),))
 
     def times(self, other: Scale) -> Scale:
-        return Scale(self.exp + other.exp, _merge(self.factors, other.factors, 1))
+        return Scale(self.exp + other.exp, _merge(self.factors, other.factors, 1),
+                     ("mul", self, other))
 
     def over(self, other: Scale) -> Scale:
-        return Scale(self.exp - other.exp, _merge(self.factors, other.factors, -1))
+        return Scale(self.exp - other.exp, _merge(self.factors, other.factors, -1),
+                     ("div", self, other))
 
     def shifted(self, exp: int) -> Scale:
-        return Scale(self.exp + exp, self.factors)
+        return Scale(self.exp + exp, self.factors, ("shift", self, exp)) if exp else self
 
     def same_factors(self, other: Scale) -> bool:
         return self.factors == other.factors
