@@ -8,18 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import ml_dtypes
 import numpy as np
 from jax.extend.mlir import ir
 
-_NUMPY_DTYPES = {
-    "f16": np.float16,
-    "bf16": ml_dtypes.bfloat16,
-    "f32": np.float32,
-    "f64": np.float64,
-    "f8E4M3FN": ml_dtypes.float8_e4m3fn,
-    "f8E5M2": ml_dtypes.float8_e5m2,
-}
+from scalify_hlo.signature import FLOAT_DTYPES
 
 SCALED_ELEMENT_TYPES = ("f16", "bf16", "f32")
 
@@ -45,7 +37,7 @@ def float_type(name: str) -> ir.Type:
 
 
 def numpy_dtype(t: ir.Type) -> np.dtype:
-    return np.dtype(_NUMPY_DTYPES[str(t)])
+    return np.dtype(FLOAT_DTYPES[str(t)])
 
 
 def is_ranked_tensor(t: ir.Type) -> bool:

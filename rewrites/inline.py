@@ -12,9 +12,9 @@ from typing import Any
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
-from scalify_hlo.rewrites.symbols import functions_by_name
 
 from scalify_hlo.errors import RewriteError
+from scalify_hlo.symbols import functions_by_name
 
 MAX_INLINE_DEPTH = 64
 

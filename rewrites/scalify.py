@@ -18,9 +18,9 @@ from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_func
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scope import ScalifyState, Scope
-from scalify_hlo.rewrites.symbols import entry_function
 
 from scalify_hlo.errors import RewriteError
+from scalify_hlo.symbols import entry_function
 
 DATA_DTYPES = ("f32", "f16", "bf16")
 _DTYPE_ALIASES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}

@@ -1,0 +1,115 @@
+"""The public (data, scale) calling convention, on the host side.
+
+A scaled module's entry function takes each floating argument of the original as two
+consecutive values, ``data`` and a rank-0 f32 ``scale``, and returns each floating result the
+same way (``original = data * scale``). These helpers read an entry signature from MLIR text,
+split inputs into that convention and put outputs back together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+from jax.extend.mlir import ir
+
+from scalify_hlo import ir as hlo_ir
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.symbols import entry_function
+
+FLOAT_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32,
+                "f64": np.float64, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
+                "f8E5M2": ml_dtypes.float8_e5m2}
+_INTEGER_DTYPES = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32,
+                   "i64": np.int64, "ui8": np.uint8, "ui32": np.uint32, "ui64": np.uint64}
+_SCALED = ("f16", "bf16", "f32")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    element: str  # MLIR element type name: f32, bf16, i32, ...
+
+    @property
+    def is_scaled(self) -> bool:
+        return self.element in _SCALED
+
+    @property
+    def dtype(self) -> np.dtype:
+        if self.element in FLOAT_DTYPES:
+            return np.dtype(FLOAT_DTYPES[self.element])
+        if self.element in _INTEGER_DTYPES:
+            return np.dtype(_INTEGER_DTYPES[self.element])
+        raise ScalifyError(f"unsupported element type {self.element} for host arrays")
+
+
+@dataclass(frozen=True)
+class EntrySignature:
+    inputs: tuple[TensorSpec, ...]
+    results: tuple[TensorSpec, ...]
+
+
+def _spec(t: ir.Type) -> TensorSpec:
+    if not isinstance(t, ir.RankedTensorType) or not t.has_static_shape:
+        raise ScalifyError(f"entry signature has a non-static tensor type {t}")
+    return TensorSpec(tuple(t.shape), str(t.element_type))
+
+
+def entry_signature(source: str | bytes, filename: str = "-") -> EntrySignature:
+    """The argument and result types of a module's entry function."""
+    with hlo_ir.ir_context():
+        module = hlo_ir.parse_module(source, filename)
+        func = entry_function(module)
+        function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        return EntrySignature(tuple(_spec(t) for t in function_type.inputs),
+                              tuple(_spec(t) for t in function_type.results))
+
+
+def pow2_scale_of(x: np.ndarray) -> np.float32:
+    """A power of two near the RMS of the finite values of ``x`` (1 for all-zero input)."""
+    values = np.asarray(x, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    rms = float(np.sqrt(np.mean(finite * finite))) if finite.size else 0.0
+    if rms == 0.0 or not np.isfinite(rms):
+        return np.float32(1.0)
+    exponent = int(np.clip(np.round(np.log2(rms)), -126, 127))
+    return np.float32(2.0 ** exponent)
+
+
+def split_inputs(original: EntrySignature, inputs: Sequence[np.ndarray],
+                 scales: Sequence[float | None] | None = None,
+                 data_dtype: np.dtype | None = None) -> list[np.ndarray]:
+    """Flatten original inputs into the scaled convention: floats become (x / s, s).
+
+    ``scales`` gives one power of two per input (None or missing: from the RMS).
+    """
+    if len(inputs) != len(original.inputs):
+        raise ScalifyError(f"expected {len(original.inputs)} inputs, got {len(inputs)}")
+    flat: list[np.ndarray] = []
+    for index, (spec, x) in enumerate(zip(original.inputs, inputs, strict=True)):
+        x = np.asarray(x)
+        if not spec.is_scaled:
+            flat.append(x.astype(spec.dtype, copy=False))
+            continue
+        scale = scales[index] if scales is not None and index < len(scales) else None
+        scale = pow2_scale_of(x) if scale is None else np.float32(scale)
+        data = (x.astype(np.float64) / np.float64(scale)).astype(data_dtype or np.float32)
+        flat += [data, np.asarray(scale, dtype=np.float32)]
+    return flat
+
+
+def join_outputs(original: EntrySignature, raw: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Regroup a scaled module's outputs into the original ones (``data * scale`` in f32)."""
+    joined: list[np.ndarray] = []
+    position = 0
+    for spec in original.results:
+        if spec.is_scaled:
+            data, scale = raw[position], raw[position + 1]
+            joined.append((np.asarray(data, np.float32) * np.float32(scale)).astype(np.float32))
+            position += 2
+        else:
+            joined.append(np.asarray(raw[position]))
+            position += 1
+    return joined
