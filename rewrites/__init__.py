@@ -1,6 +1,13 @@
 """The passes of scalify-hlo; importing this package registers every one of them."""
 
-from scalify_hlo.rewrites import inline, mlir_passes, scalify, simplify  # noqa: F401
+from scalify_hlo.rewrites import (  # noqa: F401  (registration)
+    fp8_dots,
+    inline,
+    mlir_passes,
+    rescale,
+    scalify,
+    simplify,
+)
 from scalify_hlo.rewrites.registry import (
     PASSES,
     PassContext,
@@ -10,7 +17,7 @@ from scalify_hlo.rewrites.registry import (
     run_pipeline,
 )
 
-DEFAULT_PIPELINE = "inline,symbol-dce"
+from scalify_hlo.policy import DEFAULT_PIPELINE
 
 __all__ = [
     "DEFAULT_PIPELINE",

@@ -164,3 +164,26 @@ class Emitter:
             "exponent_bits": ir.IntegerAttr.get(i32, 8),
             "mantissa_bits": ir.IntegerAttr.get(i32, 0),
         }).result
+
+    def compare(self, direction: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        i1 = ir.IntegerType.get_signless(1)
+        attributes = {
+            "comparison_direction": ir.Attribute.parse(f"#stablehlo<comparison_direction "
+                                                       f"{direction}>"),
+            "compare_type": ir.Attribute.parse("#stablehlo<comparison_type FLOAT>"),
+        }
+        return self.op("stablehlo.compare", [a, b], [with_element_type(a.type, i1)],
+                       attributes).result
+
+    def reduce_all(self, x: ir.Value, combiner: str, init: float) -> ir.Value:
+        """Reduce every dimension of ``x`` with an elementwise ``combiner`` to a rank-0 value."""
+        element = element_type(x)
+        scalar = scalar_type(element)
+        rank = len(ir.RankedTensorType(x.type).shape)
+        reduce = self.op("stablehlo.reduce", [x, self.splat(init, scalar)], [scalar],
+                         {"dimensions": ir.DenseI64ArrayAttr.get(list(range(rank)))}, regions=1)
+        block = reduce.regions[0].blocks.append(scalar, scalar)
+        inner = Emitter(ir.InsertionPoint(block), self.loc)
+        combined = inner.binary(combiner, block.arguments[0], block.arguments[1])
+        inner.op("stablehlo.return", [combined], [])
+        return reduce.results[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import (
     Emitter,
@@ -24,6 +25,8 @@ from scalify_hlo.rewrites.registry import PassContext
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.ir import short_location
 from scalify_hlo.scale import Scale, saturate_exponent
+
+RESCALE_ATTR = "scalify.rescale"  # set by the rescale pass on ops whose results it rescales
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,7 @@ class Scope:
         if scale.is_static:
             return emit.scalar_f32(2.0 ** scale.exp)
         if scale.factors == ((scale.factors[0][0], 1),):
-            base = scale.factors[0][0]
+            base = scale.factors[0][0].value
             if scale.exp == 0:
                 return base
             return emit.binary("stablehlo.multiply", base, self.materialize(Scale(scale.exp)))
@@ -177,8 +180,8 @@ class Scope:
                                    self.materialize(Scale(recipe[2])))
             name = "stablehlo.multiply" if recipe[0] == "mul" else "stablehlo.divide"
             return emit.binary(name, self.materialize(recipe[1]), self.materialize(recipe[2]))
-        numerator = [f for f, p in scale.factors for _ in range(p) if p > 0]
-        denominator = [f for f, p in scale.factors for _ in range(-p) if p < 0]
+        numerator = [f.value for f, p in scale.factors for _ in range(p) if p > 0]
+        denominator = [f.value for f, p in scale.factors for _ in range(-p) if p < 0]
         value = numerator[0] if numerator else self.materialize(Scale(0))
         for factor in numerator[1:]:
             value = emit.binary("stablehlo.multiply", value, factor)
@@ -276,6 +279,41 @@ class Scope:
     def scale_type() -> ir.Type:
         return scalar_type(ir.F32Type.get())
 
+    # ----- dynamic rescaling ------------------------------------------------------------
+    def rescale(self, value: Scaled, method: str) -> Scaled:
+        """Move ``pow2(amax or rms of data)`` from data to scale (1 for zero/non-finite)."""
+        emit = self.emit
+        f32 = ir.F32Type.get()
+        wide = emit.convert(value.data, f32)
+        scalar = scalar_type(f32)
+        if method == "rms":
+            squares = emit.binary("stablehlo.multiply", wide, wide)
+            total = emit.reduce_all(squares, "stablehlo.add", 0.0)
+            count = float(max(1, int(np.prod(ir.RankedTensorType(wide.type).shape))))
+            statistic = emit.unary("stablehlo.sqrt", emit.binary(
+                "stablehlo.divide", total, emit.splat(count, scalar)))
+        else:
+            statistic = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum",
+                                        0.0)
+        rounded = emit.pow2_round(statistic)
+        usable = emit.op("stablehlo.and", [
+            emit.unary("stablehlo.is_finite", rounded, ir.RankedTensorType.get(
+                [], ir.IntegerType.get_signless(1))),
+            emit.compare("GT", rounded, emit.splat(0.0, scalar))],
+            [ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))]).result
+        factor = emit.op("stablehlo.select", [usable, rounded, emit.splat(1.0, scalar)],
+                         [scalar]).result
+        inverse = emit.binary("stablehlo.divide", emit.splat(1.0, scalar), factor)
+        data = emit.convert(emit.scale_tensor(wide, inverse), self.state.data_dtype)
+        self.state.context.bump("scalify.rescaled")
+        return Scaled(data, value.scale.times(Scale.dynamic(factor)))
+
+    def rescale_results(self, op: ir.Operation, method: str) -> None:
+        for result in op.results:
+            found = self.lookup(result)
+            if isinstance(found, Scaled) and not found.any_scale:
+                self.set(result, self.rescale(found, method))
+
     # ----- walking -------------------------------------------------------------------
     def rewrite_block(self, old_block: ir.Block) -> ir.Operation | None:
         """Rewrite every op of ``old_block``; returns its terminator (not rewritten)."""
@@ -295,6 +333,8 @@ class Scope:
         if rule is None:
             rule = self.state.fallback
         rule(self, op)
+        if RESCALE_ATTR in op.attributes:
+            self.rescale_results(op, ir.StringAttr(op.attributes[RESCALE_ATTR]).value)
 
     def child(self, block: ir.Block) -> Scope:
         child = Scope(self.state, block, self)

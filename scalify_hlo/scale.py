@@ -7,6 +7,7 @@ dots and reductions emits no runtime op at all until a scale has to exist as an 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -17,16 +18,27 @@ MIN_EXPONENT = -126
 MAX_EXPONENT = 127
 
 
+_FACTOR_IDS = itertools.count()
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A runtime scale value, ordered by creation so that emitted IR is deterministic."""
+
+    ident: int
+    value: object = field(compare=False, hash=False)
+
+
 @dataclass(frozen=True)
 class Scale:
     """``2**exp * prod(value**power for value, power in factors)``.
 
-    ``factors`` holds runtime rank-0 f32 SSA values (powers of two themselves), kept sorted by
-    a stable key so that equal products compare equal.
+    ``factors`` holds runtime rank-0 f32 SSA values (powers of two themselves) with their
+    powers, sorted by creation order so that equal products compare equal.
     """
 
     exp: int = 0
-    factors: tuple[tuple[object, int], ...] = ()
+    factors: tuple[tuple[Factor, int], ...] = ()
     # How this scale was built from others: ("mul" | "div", a, b) or ("shift", a, exp). It
     # takes no part in equality; materializing follows it so that each distinct scale costs
     # one runtime op on top of its (cached) parts instead of a chain over every factor.
@@ -38,7 +50,7 @@ class Scale:
 
     @staticmethod
     def dynamic(value: object) -> Scale:
-        return Scale(0, ((value, 1),))
+        return Scale(0, ((Factor(next(_FACTOR_IDS), value), 1),))
 
     def times(self, other: Scale) -> Scale:
         return Scale(self.exp + other.exp, _merge(self.factors, other.factors, 1),
@@ -55,22 +67,15 @@ class Scale:
         return self.factors == other.factors
 
 
-def _key(value: object) -> int:
-    return hash(value)
-
-
 def _merge(
-    left: tuple[tuple[object, int], ...], right: tuple[tuple[object, int], ...], sign: int
-) -> tuple[tuple[object, int], ...]:
-    powers: dict[object, int] = {}
-    order: dict[object, object] = {}
-    for value, power in left:
-        powers[value] = powers.get(value, 0) + power
-        order[value] = value
-    for value, power in right:
-        powers[value] = powers.get(value, 0) + sign * power
-        order[value] = value
-    return tuple(sorted(((v, p) for v, p in powers.items() if p != 0), key=lambda vp: _key(vp[0])))
+    left: tuple[tuple[Factor, int], ...], right: tuple[tuple[Factor, int], ...], sign: int
+) -> tuple[tuple[Factor, int], ...]:
+    powers: dict[Factor, int] = {}
+    for factor, power in left:
+        powers[factor] = powers.get(factor, 0) + power
+    for factor, power in right:
+        powers[factor] = powers.get(factor, 0) + sign * power
+    return tuple(sorted(((f, p) for f, p in powers.items() if p != 0), key=lambda fp: fp[0].ident))
 
 
 def saturate_exponent(exp: int) -> tuple[int, bool]:

@@ -67,10 +67,20 @@ def entry_signature(source: str | bytes, filename: str = "-") -> EntrySignature:
                               tuple(_spec(t) for t in function_type.results))
 
 
+ZERO_TENSOR_SCALE = np.float32(2.0 ** -126)
+
+
 def pow2_scale_of(x: np.ndarray) -> np.float32:
-    """A power of two near the RMS of the finite values of ``x`` (1 for all-zero input)."""
+    """A power of two near the RMS of the finite values of ``x``.
+
+    An all-zero tensor (zero-initialized biases, optimizer moments) gets the smallest normal
+    scale: its data is 0 at any scale, and a tiny scale never wins a common scale (max) over
+    the values it is later combined with, which would push those below f16's range.
+    """
     values = np.asarray(x, dtype=np.float64)
     finite = values[np.isfinite(values)]
+    if finite.size and not finite.any():
+        return ZERO_TENSOR_SCALE
     rms = float(np.sqrt(np.mean(finite * finite))) if finite.size else 0.0
     if rms == 0.0 or not np.isfinite(rms):
         return np.float32(1.0)

@@ -76,3 +76,9 @@ def test_mlp_step_is_bit_exact_in_the_reference_interpreter() -> None:
     got = join_outputs(signature, evaluate(scaled_text, split_inputs(signature, inputs, scales)))
     for ref, out in zip(reference, got, strict=True):
         assert np.array_equal(ref, out)
+
+
+def test_rewrite_is_deterministic() -> None:
+    """Scale products are ordered by creation, never by object identity."""
+    text = (STEPS / "transformer_step.mlir").read_text()
+    assert rewrite_text(text, EXACT) == rewrite_text(text, EXACT)

@@ -1,0 +1,254 @@
+"""The ``fp8-dots`` pass: dot_generals take both operands as FP8, in the pattern XLA:GPU fuses
+into a cuBLASLt FP8 GEMM (``__cublas$lt$matmul$f8``).
+
+Runs after ``scalify``, on data that propagation keeps near unit scale, so a clamp to the
+format's largest finite value and a convert are the whole cast. Per operand:
+``convert(clamp(-max, x, max)) -> f8``, reshaped (never transposed) to one batch group, one
+contracting and one non-contracting dimension; the dot produces f32, is reshaped back and
+converted to the data dtype. Gradients (operands computed under JAX's ``transpose(...)``)
+use the gradient format, everything else the forward format, and never E5M2 x E5M2.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from jax.extend.mlir import ir
+from scalify_hlo.rewrites.emitter import (
+    Emitter,
+    attributes_of,
+    element_type,
+    float_type,
+    shape_of,
+)
+from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
+
+from scalify_hlo.ir import short_location
+from scalify_hlo.name_stack import has_name_stack, is_backward
+
+FORMAT_MAX = {"f8E4M3FN": 448.0, "f8E5M2": 57344.0}
+FORMATS = tuple(FORMAT_MAX)
+# Ops that only move data: an operand reached through them keeps its producer's role.
+_LAYOUT_OPS = {"stablehlo.transpose", "stablehlo.reshape", "stablehlo.broadcast_in_dim",
+               "stablehlo.convert", "stablehlo.slice", "stablehlo.copy"}
+_DATA_DTYPES = ("f16", "bf16", "f32")
+
+
+@dataclass(frozen=True)
+class DotDims:
+    lhs_batch: list[int]
+    rhs_batch: list[int]
+    lhs_contracting: list[int]
+    rhs_contracting: list[int]
+
+    @staticmethod
+    def of(op: ir.Operation) -> DotDims:
+        text = str(op.attributes["dot_dimension_numbers"])
+
+        def dims(key: str) -> list[int]:
+            match = re.search(key + r" = \[([^\]]*)\]", text)
+            return [int(x) for x in match.group(1).split(",") if x.strip()] if match else []
+
+        return DotDims(dims("lhs_batching_dimensions"), dims("rhs_batching_dimensions"),
+                       dims("lhs_contracting_dimensions"), dims("rhs_contracting_dimensions"))
+
+
+def _free_dims(rank: int, batch: list[int], contracting: list[int]) -> list[int]:
+    return [d for d in range(rank) if d not in batch and d not in contracting]
+
+
+def _contiguous(dims: list[int]) -> bool:
+    return dims == list(range(dims[0], dims[0] + len(dims))) if dims else True
+
+
+@dataclass(frozen=True)
+class OperandLayout:
+    """How one dot operand becomes (batch..., group, group): a permutation (identity when the
+    dimensions already group, so no transpose is spent) and the grouped shape."""
+
+    permutation: list[int]
+    grouped_shape: list[int]
+    contracting_position: int
+    free_position: int
+
+    @staticmethod
+    def of(shape: list[int], batch: list[int], contracting: list[int]) -> OperandLayout:
+        free = _free_dims(len(shape), batch, contracting)
+        in_place = (batch == list(range(len(batch))) and _contiguous(contracting)
+                    and _contiguous(free))
+        if in_place:
+            permutation = list(range(len(shape)))
+            groups = sorted([contracting, free], key=lambda g: g[0])
+        else:  # batch leading, contracting minor ("TN"), as cuBLASLt wants
+            permutation = batch + free + contracting
+            groups = [free, contracting]
+        grouped = [shape[d] for d in batch] + [math.prod(shape[d] for d in g) for g in groups]
+        nb = len(batch)
+        contracting_position = nb + (0 if groups[0] is contracting else 1)
+        free_position = nb + (1 if groups[0] is contracting else 0)
+        return OperandLayout(permutation, grouped, contracting_position, free_position)
+
+
+def _produced_under_transpose(value: ir.Value) -> bool:
+    """Whether the value was computed in the backward pass (looking through layout ops)."""
+    for _ in range(64):
+        owner = value.owner
+        if not isinstance(owner, ir.OpView | ir.Operation):
+            return False  # a block argument: weights, inputs, optimizer state
+        op = owner.operation
+        if op.name not in _LAYOUT_OPS:
+            return is_backward(op.location)
+        value = op.operands[0]
+    return False
+
+
+@dataclass
+class Fp8Options:
+    forward: str
+    gradient: str
+    min_size: int
+    exclude: re.Pattern | None
+    use_locations: bool
+
+
+def _ineligible(op: ir.Operation, options: Fp8Options) -> str | None:
+    lhs, rhs = op.operands
+    for value in (lhs, rhs):
+        if str(element_type(value)) not in _DATA_DTYPES:
+            return f"operand element type {element_type(value)} is not a data dtype"
+    dims = DotDims.of(op)
+    if not dims.lhs_contracting:
+        return "no contracting dimension"
+    for rank, batch, contracting in ((len(shape_of(lhs)), dims.lhs_batch, dims.lhs_contracting),
+                                     (len(shape_of(rhs)), dims.rhs_batch, dims.rhs_contracting)):
+        if not _free_dims(rank, batch, contracting):
+            return "an operand has no non-contracting dimension (a matrix-vector product)"
+    size = math.prod(shape_of(op.results[0])) * math.prod(
+        shape_of(lhs)[d] for d in dims.lhs_contracting)
+    if size < options.min_size:
+        return f"{size} multiply-adds, below min-size={options.min_size}"
+    if options.exclude is not None and options.exclude.search(str(op.location)):
+        return "location matches the exclude pattern"
+    return None
+
+
+def _formats(op: ir.Operation, options: Fp8Options) -> tuple[str, str]:
+    if not options.use_locations or not is_backward(op.location):
+        return options.forward, options.forward
+    lhs_grad, rhs_grad = (_produced_under_transpose(v) for v in op.operands)
+    lhs = options.gradient if lhs_grad else options.forward
+    rhs = options.gradient if rhs_grad and not lhs_grad else options.forward
+    if lhs == rhs == "f8E5M2":  # E5M2 x E5M2 has no cuBLASLt kernel
+        rhs = "f8E4M3FN"
+    return lhs, rhs
+
+
+def _cast_operand(emit: Emitter, value: ir.Value, fmt: str, layout: OperandLayout) -> ir.Value:
+    limit = FORMAT_MAX[fmt]
+    scalar = ir.RankedTensorType.get([], element_type(value))
+    low = emit.splat(-limit, scalar)
+    high = emit.splat(limit, scalar)
+    clamped = emit.op("stablehlo.clamp", [low, value, high], [value.type]).result
+    f8_type = float_type(fmt)
+    f8 = emit.convert(clamped, f8_type)
+    shape = shape_of(value)
+    if layout.permutation != list(range(len(shape))):
+        permuted = [shape[d] for d in layout.permutation]
+        f8 = emit.op("stablehlo.transpose", [f8], [ir.RankedTensorType.get(permuted, f8_type)],
+                     {"permutation": ir.DenseI64ArrayAttr.get(layout.permutation)}).result
+    if layout.grouped_shape != shape_of(f8):
+        f8 = emit.op("stablehlo.reshape", [f8], [ir.RankedTensorType.get(
+            layout.grouped_shape, f8_type)]).result
+    return f8
+
+
+def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str) -> None:
+    """Replace the dot by FP8 operands, an f32 dot in canonical form, and the way back."""
+    lhs, rhs = op.operands
+    dims = DotDims.of(op)
+    emit = Emitter(ir.InsertionPoint(op), op.location)
+    lhs_layout = OperandLayout.of(shape_of(lhs), dims.lhs_batch, dims.lhs_contracting)
+    rhs_layout = OperandLayout.of(shape_of(rhs), dims.rhs_batch, dims.rhs_contracting)
+    lhs8 = _cast_operand(emit, lhs, lhs_fmt, lhs_layout)
+    rhs8 = _cast_operand(emit, rhs, rhs_fmt, rhs_layout)
+    nb = len(dims.lhs_batch)
+    numbers = ir.Attribute.parse(
+        "#stablehlo.dot<lhs_batching_dimensions = [{b}], rhs_batching_dimensions = [{b}], "
+        "lhs_contracting_dimensions = [{lc}], rhs_contracting_dimensions = [{rc}]>".format(
+            b=", ".join(str(i) for i in range(nb)), lc=lhs_layout.contracting_position,
+            rc=rhs_layout.contracting_position))
+    out_shape = lhs_layout.grouped_shape[:nb] + [
+        lhs_layout.grouped_shape[lhs_layout.free_position],
+        rhs_layout.grouped_shape[rhs_layout.free_position]]
+    attributes = attributes_of(op)
+    attributes["dot_dimension_numbers"] = numbers
+    attributes.pop("algorithm", None)
+    f32 = ir.F32Type.get()
+    product = emit.op("stablehlo.dot_general", [lhs8, rhs8],
+                      [ir.RankedTensorType.get(out_shape, f32)], attributes).result
+    result_shape = shape_of(op.results[0])
+    if out_shape != result_shape:
+        product = emit.op("stablehlo.reshape", [product],
+                          [ir.RankedTensorType.get(result_shape, f32)]).result
+    product = emit.convert(product, element_type(op.results[0]))
+    op.results[0].replace_all_uses_with(product)
+    op.erase()
+
+
+def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> None:
+    dots: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "stablehlo.dot_general":
+            dots.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if dots and not has_name_stack(module):
+        options.use_locations = False
+        context.warn("module has no JAX name-stack locations: every dot operand uses the "
+                     f"forward format {options.forward} (export with debug info to use "
+                     f"{options.gradient} for gradients)")
+    context.bump("fp8-dots.dots", len(dots))
+    for op in dots:
+        reason = _ineligible(op, options)
+        if reason is not None:
+            context.bump("fp8-dots.left-alone")
+            context.warn(f"{short_location(op.location)}: dot_general stays in "
+                         f"{element_type(op.operands[0])}: {reason}")
+            continue
+        lhs_fmt, rhs_fmt = _formats(op, options)
+        rewrite_dot(op, lhs_fmt, rhs_fmt)
+        context.bump("fp8-dots.fp8")
+        context.bump(f"fp8-dots.{lhs_fmt}x{rhs_fmt}")
+
+
+def _run(module: ir.Module, opts: dict[str, Any], context: PassContext) -> None:
+    pattern = opts["exclude"]
+    try:
+        compiled = re.compile(pattern) if pattern else None
+    except re.error as exc:
+        from scalify_hlo.errors import PipelineError
+
+        raise PipelineError(f"invalid exclude pattern '{pattern}': {exc}") from None
+    fp8_dots(module, Fp8Options(opts["forward-format"], opts["gradient-format"],
+                                opts["min-size"], compiled, True), context)
+
+
+FP8_DOTS = register(PassInfo(
+    name="fp8-dots",
+    description="Cast both operands of each eligible dot_general to FP8 (clamp, convert) in "
+                "the pattern XLA:GPU fuses into a cuBLASLt FP8 GEMM; report the others.",
+    run=_run,
+    options=(
+        Option("forward-format", str, "f8E4M3FN", "FP8 format of activations and weights",
+               choices=FORMATS),
+        Option("gradient-format", str, "f8E5M2", "FP8 format of gradients", choices=FORMATS),
+        Option("min-size", int, 0, "dots with fewer multiply-adds stay in the data dtype"),
+        Option("exclude", str, "", "regular expression on op locations of dots to leave "
+               "alone"),
+    ),
+))

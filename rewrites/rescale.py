@@ -1,0 +1,70 @@
+"""The ``rescale`` pass: choose where scales are recomputed from the data at run time.
+
+Static propagation keeps data near unit scale on average; dynamic rescaling resets it where
+the policy asks: at dot outputs, at gradients (dot and reduce outputs of the backward pass),
+or at the step's outputs (weights and optimizer state). This pass runs before ``scalify`` and
+marks those ops with ``scalify.rescale = "amax" | "rms"``; ``scalify`` then measures the data
+(amax or RMS), rounds it to a power of two and moves that factor from data to scale.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jax.extend.mlir import ir
+from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
+from scalify_hlo.rewrites.scope import RESCALE_ATTR
+
+from scalify_hlo.errors import PipelineError
+from scalify_hlo.name_stack import is_backward
+from scalify_hlo.policy import RESCALE_METHODS, RESCALE_POINTS
+from scalify_hlo.symbols import entry_function
+
+_DOTS = ("stablehlo.dot_general", "stablehlo.convolution")
+_GRADIENT_PRODUCERS = _DOTS + ("stablehlo.reduce",)
+
+
+def _points(raw: str) -> set[str]:
+    points = {p.strip() for p in raw.split(",") if p.strip()}
+    unknown = points - set(RESCALE_POINTS)
+    if unknown:
+        raise PipelineError(f"unknown rescale point '{sorted(unknown)[0]}' for pass 'rescale' "
+                            f"(points: {', '.join(RESCALE_POINTS)})")
+    return points
+
+
+def mark_rescale_points(module: ir.Module, points: set[str], method: str) -> int:
+    marked: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if ("dot-outputs" in points and op.name in _DOTS) or (
+                "gradients" in points and op.name in _GRADIENT_PRODUCERS
+                and is_backward(op.location)):
+            marked.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if "outputs" in points:
+        entry = entry_function(module)
+        marked.append(entry.regions[0].blocks[0].operations[-1].operation)
+    for op in marked:
+        op.attributes[RESCALE_ATTR] = ir.StringAttr.get(method)
+    return len(marked)
+
+
+def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
+    count = mark_rescale_points(module, _points(options["at"]), options["method"])
+    context.bump("rescale.points", count)
+
+
+RESCALE = register(PassInfo(
+    name="rescale",
+    description="Mark where scalify recomputes scales from the data at run time (amax or RMS, "
+                "rounded to a power of two); run it before scalify.",
+    run=_run,
+    options=(
+        Option("at", str, "dot-outputs", "comma-separated points: " + ", ".join(RESCALE_POINTS)),
+        Option("method", str, "amax", "statistic the new scale comes from",
+               choices=RESCALE_METHODS),
+    ),
+))

@@ -1,0 +1,78 @@
+"""The precision policy: what a user chooses, turned into a pass pipeline.
+
+A ``Policy`` is the Python face of the pass options; ``Policy().pipeline()`` is the default
+recipe that ``scalify-hlo rewrite`` runs without ``--pipeline``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scalify_hlo.errors import ScalifyError
+
+DATA_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16",
+               "f32": "f32", "bf16": "bf16", "f16": "f16"}
+FP8_FORMATS = {"float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2",
+               "f8E4M3FN": "f8E4M3FN", "f8E5M2": "f8E5M2"}
+RESCALE_POINTS = ("dot-outputs", "gradients", "outputs")
+RESCALE_METHODS = ("amax", "rms")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How a training step is rewritten.
+
+    data_dtype: element type of the data halves (float32, bfloat16 or float16).
+    fp8_dots: cast the operands of eligible dot_generals to FP8.
+    forward_format / gradient_format: FP8 formats of activations and weights / of gradients.
+    min_dot_size: dots with fewer multiply-adds (M*N*K per batch) stay in the data dtype.
+    exclude: a regular expression; dots whose location matches stay in the data dtype.
+    rescale_at: points where scales are recomputed from the data at run time.
+    rescale_method: amax (the largest magnitude) or rms, rounded to a power of two.
+    """
+
+    data_dtype: str = "float16"
+    fp8_dots: bool = True
+    forward_format: str = "float8_e4m3fn"
+    gradient_format: str = "float8_e5m2"
+    min_dot_size: int = 0
+    exclude: str = ""
+    rescale_at: tuple[str, ...] = field(default_factory=tuple)
+    rescale_method: str = "amax"
+
+    def __post_init__(self) -> None:
+        if self.data_dtype not in DATA_DTYPES:
+            raise ScalifyError(f"unsupported data_dtype '{self.data_dtype}' "
+                               f"(use float32, bfloat16 or float16)")
+        for name in (self.forward_format, self.gradient_format):
+            if name not in FP8_FORMATS:
+                raise ScalifyError(f"unsupported FP8 format '{name}' "
+                                   f"(use float8_e4m3fn or float8_e5m2)")
+        unknown = [p for p in self.rescale_at if p not in RESCALE_POINTS]
+        if unknown:
+            raise ScalifyError(f"unknown rescale point '{unknown[0]}' "
+                               f"(use {', '.join(RESCALE_POINTS)})")
+        if self.rescale_method not in RESCALE_METHODS:
+            raise ScalifyError(f"unknown rescale method '{self.rescale_method}' (amax or rms)")
+        if self.min_dot_size < 0:
+            raise ScalifyError("min_dot_size must be >= 0")
+
+    def pipeline(self) -> str:
+        passes = ["inline"]
+        if self.rescale_at:
+            passes.append(f"rescale{{at={','.join(self.rescale_at)} "
+                          f"method={self.rescale_method}}}")
+        passes.append(f"scalify{{data-dtype={DATA_DTYPES[self.data_dtype]}}}")
+        if self.fp8_dots:
+            options = [f"forward-format={FP8_FORMATS[self.forward_format]}",
+                       f"gradient-format={FP8_FORMATS[self.gradient_format]}"]
+            if self.min_dot_size:
+                options.append(f"min-size={self.min_dot_size}")
+            if self.exclude:
+                options.append(f"exclude='{self.exclude}'")
+            passes.append("fp8-dots{" + " ".join(options) + "}")
+        passes.append("simplify")
+        return ",".join(passes)
+
+
+DEFAULT_PIPELINE = Policy().pipeline()
