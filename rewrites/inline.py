@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from jax.extend.mlir import ir
+from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
 from scalify_hlo.errors import RewriteError
@@ -99,14 +100,9 @@ def inline_calls(module: ir.Module) -> int:
 
 
 def remove_unused_private_functions(module: ir.Module) -> None:
-    """Drop private functions that no call refers to any more (what symbol-dce would do)."""
-    referenced = {_callee_name(c) for c in _calls_in(module.operation)}
-    for name, func in functions_by_name(module).items():
-        visibility = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes \
-            else None
-        if visibility is not None and ir.StringAttr(visibility).value == "private" \
-                and name not in referenced:
-            func.erase()
+    """Drop private functions nothing refers to any more; MLIR's symbol-dce also sees
+    references from attributes (a composite's decomposition, say)."""
+    run_mlir_pipeline(module, "symbol-dce")
 
 
 def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:

@@ -63,14 +63,16 @@ def all_any_scale(scope: Scope, op: ir.Operation) -> bool:
 
 
 def operands_at_common_scale(
-    scope: Scope, op: ir.Operation, indices: list[int] | None = None
+    scope: Scope, op: ir.Operation, indices: list[int] | None = None,
+    constants_follow: bool = False,
 ) -> tuple[list[ir.Value], Scale]:
     """New operands with the float ones (or those at ``indices``) at one common scale."""
     indices = float_operand_indices(scope, op) if indices is None else indices
     operands: list[ir.Value | None] = [None] * len(op.operands)
     scale = Scale()
     if indices:
-        datas, scale = scope.to_common_scale([scope.scaled(op.operands[i]) for i in indices])
+        datas, scale = scope.to_common_scale([scope.scaled(op.operands[i]) for i in indices],
+                                             constants_follow)
         for i, data in zip(indices, datas, strict=True):
             operands[i] = data
     for i, old in enumerate(op.operands):
@@ -125,6 +127,15 @@ def rule_same_scale(scope: Scope, op: ir.Operation) -> None:
     """Linear-in-scale ops: float operands at one common scale, results at that scale."""
     any_scale = all_any_scale(scope, op)
     operands, scale = operands_at_common_scale(scope, op)
+    bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
+
+
+def rule_select(scope: Scope, op: ir.Operation) -> None:
+    """select: no arithmetic between the branches, so a constant branch (a mask's -1e9)
+    takes the runtime branch's scale; in f16 a far-out sentinel saturates to +-inf, which
+    keeps its sign and order, instead of pushing the data below the format's range."""
+    any_scale = all_any_scale(scope, op)
+    operands, scale = operands_at_common_scale(scope, op, constants_follow=True)
     bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
 
 
@@ -266,8 +277,8 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
         rule_unscaled(scope, op)
         return
     values = read_dense(op.attributes["value"]).astype(np.float64)
-    exp = pow2_exponent_of_array(values)
     data_type = scope.data_type(result.type)
+    exp = pow2_exponent_of_array(values, str(scope.state.data_dtype))
     with np.errstate(over="ignore", invalid="ignore"):
         data = values / 2.0 ** exp
     any_scale = bool(np.all((values == 0) | ~np.isfinite(values)))

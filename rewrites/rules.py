@@ -26,6 +26,8 @@ class Family:
 SAME_SCALE = Family("same-scale", "same op on data (float operands first brought to a common "
                     "power-of-two scale, exactly)", "the common scale (max of the inputs)",
                     impl.rule_same_scale)
+SELECT = Family("select", "branches at a common scale; a constant branch takes the runtime "
+                "branch's scale", "the runtime branch's scale", impl.rule_select)
 ADDITIVE = Family("additive", "operands rescaled to the common scale, then added",
                   "max of the scales", impl.rule_same_scale)
 COMPARE = Family("compare", "operands at a common scale, compared", "none (boolean result)",
@@ -71,11 +73,12 @@ _FAMILY_OPS: dict[Family, tuple[str, ...]] = {
     SAME_SCALE: (
         "stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim",
         "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.gather", "stablehlo.reverse",
-        "stablehlo.negate", "stablehlo.abs", "stablehlo.concatenate", "stablehlo.select",
+        "stablehlo.negate", "stablehlo.abs", "stablehlo.concatenate",
         "stablehlo.clamp", "stablehlo.maximum", "stablehlo.minimum",
         "stablehlo.dynamic_update_slice", "stablehlo.pad", "stablehlo.remainder",
         "chlo.top_k",
     ),
+    SELECT: ("stablehlo.select",),
     ADDITIVE: ("stablehlo.add", "stablehlo.subtract"),
     COMPARE: ("stablehlo.compare",),
     WITH_REGION: ("stablehlo.sort",),

@@ -185,6 +185,7 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
         context=context,
         rules=dict(RULES),
         fallback=rule_impls.rule_fallback,
+        clone=rule_impls.rule_unscaled,
     )
     scalify_function(entry_function(module), state)
 

@@ -55,6 +55,7 @@ class ScalifyState:
     context: PassContext
     rules: dict[str, Callable[[Scope, ir.Operation], None]]
     fallback: Callable[[Scope, ir.Operation], None]
+    clone: Callable[[Scope, ir.Operation], None]
     reported: set[str] = field(default_factory=set)
 
     def report_fallback(self, op: ir.Operation, why: str) -> None:
@@ -205,14 +206,17 @@ class Scope:
                                       self.materialize(target))
         return self.emit.scale_tensor(value.data, factor)
 
-    def common_scale(self, values: Sequence[Scaled]) -> Scale:
+    def common_scale(self, values: Sequence[Scaled], constants_follow: bool = False) -> Scale:
         """The scale that operands of a same-scale op are brought to.
 
         Statically the largest when the runtime factors agree; otherwise, by the pass option,
         the runtime maximum (no data can grow: what a 5-bit-exponent f16 needs) or the first
         operand's scale (one rescale instead of two: enough for f32 and bf16 data).
+        With ``constants_follow``, static (constant-derived) scales adopt the runtime ones.
         """
         scaled = [v for v in values if not v.any_scale]
+        if constants_follow and any(not v.scale.is_static for v in scaled):
+            scaled = [v for v in scaled if not v.scale.is_static]
         if not scaled:
             return Scale()
         first = scaled[0].scale
@@ -229,8 +233,9 @@ class Scope:
             result = self.emit.binary("stablehlo.maximum", result, self.materialize(scale))
         return Scale.dynamic(result)
 
-    def to_common_scale(self, values: Sequence[Scaled]) -> tuple[list[ir.Value], Scale]:
-        scale = self.common_scale(values)
+    def to_common_scale(self, values: Sequence[Scaled],
+                        constants_follow: bool = False) -> tuple[list[ir.Value], Scale]:
+        scale = self.common_scale(values, constants_follow)
         return [self.rescale_data(v, scale) for v in values], scale
 
     # ----- crossing between the scaled and the original representation --------------
@@ -329,6 +334,11 @@ class Scope:
         for result in op.results:
             if is_ranked_tensor(result.type):
                 self.check_static(result.type)
+        touches_floats = any(isinstance(self.lookup(v), Scaled) for v in op.operands) or any(
+            is_scalable_type(r.type) for r in op.results)
+        if not touches_floats:  # integers, booleans, tokens, complex, f64: cloned as they are
+            self.state.clone(self, op)
+            return
         rule = self.state.rules.get(op.name)
         if rule is None:
             rule = self.state.fallback

@@ -84,8 +84,14 @@ def saturate_exponent(exp: int) -> tuple[int, bool]:
     return clamped, clamped != exp
 
 
-def pow2_exponent_of_array(values: np.ndarray) -> int:
-    """The exponent ``e`` with ``max|finite values| in [2**e, 2**(e+1))``; 0 when there is none.
+# (smallest normal exponent, largest exponent) of each data dtype.
+EXPONENT_RANGES = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-14, 15)}
+
+
+def pow2_exponent_of_array(values: np.ndarray, data_dtype: str = "f32") -> int:
+    """The exponent ``e`` that puts ``max|finite values|`` in ``[1, 2)``, lowered when that
+    would push the smallest non-zero magnitude below the data dtype's normal range (a
+    constant holding both 1e-30 and 1e30); 0 when there is no finite non-zero value.
 
     NaN and Inf are ignored, so a constant holding them never gets an infinite scale, and a
     constant that is an exact power of two gets exactly that power (its data becomes 1).
@@ -94,7 +100,12 @@ def pow2_exponent_of_array(values: np.ndarray) -> int:
     finite = finite[finite > 0]
     if finite.size == 0:
         return 0
+    min_normal, max_exp = EXPONENT_RANGES[data_dtype]
     exp = math.frexp(float(finite.max()))[1] - 1
+    smallest = math.frexp(float(finite.min()))[1] - 1
+    keeps_smallest = smallest - min_normal
+    if exp > keeps_smallest:
+        exp = max(keeps_smallest, exp - (max_exp - 1))
     return saturate_exponent(exp)[0]
 
 
