@@ -92,27 +92,46 @@ def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None) -> 
     if report is not None and touches_floats:
         scope.state.report_fallback(op, report)
     operands = [scope.plain(old) for old in op.operands]
+    captures = _captured_values(scope, op)  # computed before the clone, so they dominate it
     clone = op.clone(ip=scope.emit.ip)
     for index, operand in enumerate(operands):
         clone.operands[index] = operand
-    _remap_captures(scope, clone)
+    _remap_captures(clone, captures)
     for old, new in zip(op.results, clone.results, strict=True):
         scope.set(old, scope.encode(new) if is_scalable_type(old.type) else new)
 
 
-def _remap_captures(scope: Scope, clone: ir.Operation) -> None:
-    """Point values that nested regions of a clone capture from outside at their new values."""
+def _nested_ops(op: ir.Operation) -> list[ir.Operation]:
+    nested: list[ir.Operation] = []
+
     def visit(inner: ir.Operation) -> ir.WalkResult:
-        if inner is not clone:
-            for index, operand in enumerate(inner.operands):
-                if scope.lookup(operand) is not None:
-                    inner.operands[index] = scope.plain(operand)
+        if inner != op:
+            nested.append(inner)
         return ir.WalkResult.ADVANCE
 
-    for region in clone.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                inner.operation.walk(visit)
+    op.walk(visit)
+    return nested
+
+
+def _captured_values(scope: Scope, op: ir.Operation) -> dict[ir.Value, ir.Value]:
+    """New values (in the original types) for values that the op's regions use from outside."""
+    captures: dict[ir.Value, ir.Value] = {}
+    for inner in _nested_ops(op):
+        for operand in inner.operands:
+            if operand not in captures and scope.lookup(operand) is not None:
+                captures[operand] = scope.plain(operand)
+    return captures
+
+
+def _remap_captures(clone: ir.Operation, captures: dict[ir.Value, ir.Value]) -> None:
+    """Point values that nested regions of a clone capture from outside at their new values."""
+    if not captures:
+        return
+    for inner in _nested_ops(clone):
+        for index, operand in enumerate(inner.operands):
+            replacement = captures.get(operand)
+            if replacement is not None:
+                inner.operands[index] = replacement
 
 
 def rule_nonlinear(scope: Scope, op: ir.Operation) -> None:

@@ -108,7 +108,7 @@ _FAMILY_OPS: dict[Family, tuple[str, ...]] = {
     CUSTOM_CALL: ("stablehlo.custom_call",),
     BARRIER: ("stablehlo.optimization_barrier",),
     WHILE: ("stablehlo.while",),
-    CASE: ("stablehlo.case",),
+    CASE: ("stablehlo.case", "stablehlo.if"),
 }
 
 

@@ -60,9 +60,9 @@ class ScalifyState:
 
     def report_fallback(self, op: ir.Operation, why: str) -> None:
         where = short_location(op.location)
-        message = f"{where}: {op.name} {why}; running it unscaled (scale 1)"
         if self.strict:
-            raise RewriteError(f"{message} (strict mode)")
+            raise RewriteError(f"{where}: {op.name} {why} (scalify strict mode)")
+        message = f"{where}: {op.name} {why}; running it unscaled (scale 1)"
         self.context.bump("scalify.fallback-ops")
         self.context.warn(message)
 

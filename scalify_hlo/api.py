@@ -60,7 +60,9 @@ def rewrite_module_source(
             result.ops_after = hlo_ir.count_ops(module)
             result.output = hlo_ir.write_module(module, emit, debug_info)
         except ScalifyError as exc:
-            result.error = str(exc)
+            result.error = hlo_ir.relocate(str(exc), filename, line_offset)
+    result.context.warnings = [hlo_ir.relocate(w, filename, line_offset)
+                               for w in result.context.warnings]
     return result
 
 

@@ -195,3 +195,12 @@ def short_location(loc: ir.Location) -> str:
     if name:
         return name.group("name")
     return "<unknown location>"
+
+
+_CHUNK_POSITION_RE = re.compile(r"(?<![\w/.])-:(\d+):(\d+)")
+
+
+def relocate(message: str, filename: str, line_offset: int) -> str:
+    """Point ``-:LINE:COL`` (a position in the parsed text) at ``FILE:LINE+offset:COL``."""
+    return _CHUNK_POSITION_RE.sub(
+        lambda m: f"{filename}:{int(m.group(1)) + line_offset}:{m.group(2)}", message)

@@ -1,0 +1,145 @@
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' 2>&1 >/dev/null \
+// RUN:   | filecheck %s --check-prefix WARN
+
+// Reduce family (reduce, reduce_window): inputs and inits at one common scale.
+// A sum over N elements moves 2^k ~ sqrt(N) from the data to the scale
+// (data * 2^-k, scale * 2^k); max and min leave the scale unchanged. A reducer
+// that does not commute with scaling runs unscaled and is reported.
+
+// Sum over N = 16: data * 2^-2, scale x_s * 4. The 0 init is the same at every
+// scale and is used as is.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4x16xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
+// CHECK-NEXT:    [[Z:%.*]] = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    [[R:%.*]] = stablehlo.reduce([[X]] init: [[Z]]) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[Q:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<4xf32>
+// CHECK-NEXT:    [[R1:%.*]] = stablehlo.multiply [[R]], [[Q]] : tensor<4xf32>
+// CHECK-NEXT:    [[FOUR:%.*]] = stablehlo.constant dense<4.000000e+00> : tensor<f32>
+// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[FOUR]] : tensor<f32>
+// CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
+func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Max with a -inf init: no sqrt(N) factor, the scale passes through, and -inf
+// needs no rescale.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4x16xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
+// CHECK-NEXT:    [[NINF:%.*]] = stablehlo.constant dense<0xFF800000> : tensor<f32>
+// CHECK-NEXT:    [[R:%.*]] = stablehlo.reduce([[X]] init: [[NINF]]) applies stablehlo.maximum across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    return [[R]], [[XS]] : tensor<4xf32>, tensor<f32>
+func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.maximum across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A non-zero init (1.0, scale 1) is brought to x's scale: 1 / x_s.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4x16xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
+// CHECK-NEXT:    [[I:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    [[INV:%.*]] = stablehlo.divide [[ONE]], [[XS]] : tensor<f32>
+// CHECK-NEXT:    [[I1:%.*]] = stablehlo.multiply [[I]], [[INV]] : tensor<f32>
+// CHECK-NEXT:    [[R:%.*]] = stablehlo.reduce([[X]] init: [[I1]]) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[Q:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<4xf32>
+// CHECK-NEXT:    [[R1:%.*]] = stablehlo.multiply [[R]], [[Q]] : tensor<4xf32>
+// CHECK-NEXT:    [[FOUR:%.*]] = stablehlo.constant dense<4.000000e+00> : tensor<f32>
+// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[FOUR]] : tensor<f32>
+// CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
+func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<1.0> : tensor<f32>
+  %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Argmax (a variadic reducer of compare and select): the float operand keeps
+// its scale, the integer one is untouched.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4x16xf32>, [[XS:%.*]]: tensor<f32>, [[I:%.*]]: tensor<4x16xi32>)
+// CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>, tensor<4xi32>)
+// CHECK-NEXT:    [[NINF:%.*]] = stablehlo.constant dense<0xFF800000> : tensor<f32>
+// CHECK-NEXT:    [[Z:%.*]] = stablehlo.constant dense<0> : tensor<i32>
+// CHECK-NEXT:    [[R:%.*]]:2 = stablehlo.reduce([[X]] init: [[NINF]]), ([[I]] init: [[Z]]) across dimensions = [1] : (tensor<4x16xf32>, tensor<4x16xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+// CHECK-NEXT:     reducer([[A:%.*]]: tensor<f32>, [[B:%.*]]: tensor<f32>) ([[C:%.*]]: tensor<i32>, [[D:%.*]]: tensor<i32>)  {
+// CHECK-NEXT:      [[GE:%.*]] = stablehlo.compare GE, [[A]], [[B]], FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// CHECK-NEXT:      [[V:%.*]] = stablehlo.select [[GE]], [[A]], [[B]] : tensor<i1>, tensor<f32>
+// CHECK-NEXT:      [[J:%.*]] = stablehlo.select [[GE]], [[C]], [[D]] : tensor<i1>, tensor<i32>
+// CHECK-NEXT:      stablehlo.return [[V]], [[J]] : tensor<f32>, tensor<i32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    return [[R]]#0, [[XS]], [[R]]#1 : tensor<4xf32>, tensor<f32>, tensor<4xi32>
+func.func public @main(%arg0: tensor<4x16xf32>, %arg1: tensor<4x16xi32>) -> (tensor<4xf32>, tensor<4xi32>) {
+  %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.reduce(%arg0 init: %cst), (%arg1 init: %c) across dimensions = [1] : (tensor<4x16xf32>, tensor<4x16xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+   reducer(%a: tensor<f32>, %b: tensor<f32>) (%c1: tensor<i32>, %d: tensor<i32>)  {
+    %1 = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %2 = stablehlo.select %1, %a, %b : tensor<i1>, tensor<f32>
+    %3 = stablehlo.select %1, %c1, %d : tensor<i1>, tensor<i32>
+    stablehlo.return %2, %3 : tensor<f32>, tensor<i32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xi32>
+}
+
+// -----
+
+// reduce_window sum: N is the window size (4), not the padded input: data *
+// 2^-1, scale x_s * 2.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<1x8xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<1x4xf32>, tensor<f32>)
+// CHECK-NEXT:    [[Z:%.*]] = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    [[R:%.*]] = "stablehlo.reduce_window"([[X]], [[Z]]) <{padding = dense<{{\[\[}}0, 0], [1, 1]]> : tensor<2x2xi64>, window_dimensions = array<i64: 1, 4>, window_strides = array<i64: 1, 2>}> ({
+// CHECK-NEXT:    ^bb0([[A:%.*]]: tensor<f32>, [[B:%.*]]: tensor<f32>):
+// CHECK-NEXT:      [[ADD:%.*]] = stablehlo.add [[A]], [[B]] : tensor<f32>
+// CHECK-NEXT:      stablehlo.return [[ADD]] : tensor<f32>
+// CHECK-NEXT:    }) : (tensor<1x8xf32>, tensor<f32>) -> tensor<1x4xf32>
+// CHECK-NEXT:    [[H:%.*]] = stablehlo.constant dense<5.000000e-01> : tensor<1x4xf32>
+// CHECK-NEXT:    [[R1:%.*]] = stablehlo.multiply [[R]], [[H]] : tensor<1x4xf32>
+// CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[TWO]] : tensor<f32>
+// CHECK-NEXT:    return [[R1]], [[S]] : tensor<1x4xf32>, tensor<f32>
+func.func public @main(%arg0: tensor<1x8xf32>) -> tensor<1x4xf32> {
+  %cst = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = "stablehlo.reduce_window"(%arg0, %cst) <{window_dimensions = array<i64: 1, 4>, window_strides = array<i64: 1, 2>, padding = dense<[[0, 0], [1, 1]]> : tensor<2x2xi64>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %1 = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %1 : tensor<f32>
+  }) : (tensor<1x8xf32>, tensor<f32>) -> tensor<1x4xf32>
+  return %0 : tensor<1x4xf32>
+}
+
+// -----
+
+// A product reducer does not commute with scaling: the input is unscaled, the
+// reduce runs as in the original, the result has scale 1, and it is reported.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4x16xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
+// CHECK-NEXT:    [[I:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4x16xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4x16xf32>
+// CHECK-NEXT:    [[R:%.*]] = stablehlo.reduce([[U]] init: [[I]]) applies stablehlo.multiply across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    return [[R]], [[ONE]] : tensor<4xf32>, tensor<f32>
+
+// WARN: warning: {{.*}}stablehlo.reduce has a reducer that does not commute with scaling; running it unscaled (scale 1)
+// WARN-NOT: warning
+func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<1.0> : tensor<f32>
+  %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.multiply across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -1,0 +1,99 @@
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
+
+// The scaled signature: every f16/bf16/f32 argument and result of the entry
+// function becomes two consecutive values, data then a tensor<f32> scale.
+// Other values (integers, f64) stay as they are. Argument and result
+// attributes follow their value: the data keeps them, the scale gets what
+// makes sense for it.
+
+// Integer and f64 arguments and results are untouched, and so are the ops on
+// them; only the f32 one is split.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[I:%.*]]: tensor<4xi32>, [[F:%.*]]: tensor<4xf64>, [[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
+// CHECK-SAME:    -> (tensor<4xi32>, tensor<4xf64>, tensor<4xf32>, tensor<f32>)
+// CHECK-NEXT:    [[I2:%.*]] = stablehlo.add [[I]], [[I]] : tensor<4xi32>
+// CHECK-NEXT:    [[F2:%.*]] = stablehlo.add [[F]], [[F]] : tensor<4xf64>
+// CHECK-NEXT:    return [[I2]], [[F2]], [[X]], [[XS]] : tensor<4xi32>, tensor<4xf64>, tensor<4xf32>, tensor<f32>
+func.func public @main(%arg0: tensor<4xi32>, %arg1: tensor<4xf64>, %arg2: tensor<4xf32>) -> (tensor<4xi32>, tensor<4xf64>, tensor<4xf32>) {
+  %0 = stablehlo.add %arg0, %arg0 : tensor<4xi32>
+  %1 = stablehlo.add %arg1, %arg1 : tensor<4xf64>
+  return %0, %1, %arg2 : tensor<4xi32>, tensor<4xf64>, tensor<4xf32>
+}
+
+// -----
+
+// jax.result_info: a split result gets the suffixes .data and .scale; an
+// integer result keeps its name.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[I:%.*]]: tensor<4xi32>)
+// CHECK-SAME:    -> (tensor<4xf32> {jax.result_info = "[0].data"}, tensor<f32> {jax.result_info = "[0].scale"}, tensor<4xi32> {jax.result_info = "[1]"})
+// CHECK-NEXT:    return [[X]], [[XS]], [[I]] : tensor<4xf32>, tensor<f32>, tensor<4xi32>
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>) -> (tensor<4xf32> {jax.result_info = "[0]"}, tensor<4xi32> {jax.result_info = "[1]"}) {
+  return %arg0, %arg1 : tensor<4xf32>, tensor<4xi32>
+}
+
+// -----
+
+// mhlo.sharding: the data keeps the sharding, its scale is replicated, on
+// arguments and results alike.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<8xf32> {mhlo.sharding = "{devices=[2]<=[2]}"}, [[XS:%.*]]: tensor<f32> {mhlo.sharding = "{replicated}"})
+// CHECK-SAME:    -> (tensor<8xf32> {mhlo.sharding = "{devices=[2]<=[2]}"}, tensor<f32> {mhlo.sharding = "{replicated}"})
+// CHECK-NEXT:    return [[X]], [[XS]] : tensor<8xf32>, tensor<f32>
+func.func public @main(%arg0: tensor<8xf32> {mhlo.sharding = "{devices=[2]<=[2]}"}) -> (tensor<8xf32> {mhlo.sharding = "{devices=[2]<=[2]}"}) {
+  return %arg0 : tensor<8xf32>
+}
+
+// -----
+
+// sdy.sharding: the scale is replicated over the same mesh.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}, [[XS:%.*]]: tensor<f32> {sdy.sharding = #sdy.sharding<@mesh, []>})
+// CHECK-SAME:    -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}, tensor<f32> {sdy.sharding = #sdy.sharding<@mesh, []>})
+// CHECK-NEXT:    return [[X]], [[XS]] : tensor<8xf32>, tensor<f32>
+sdy.mesh @mesh = <["x"=2]>
+func.func public @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+  return %arg0 : tensor<8xf32>
+}
+
+// -----
+
+// tf.aliasing_output (buffer donation) is remapped to the new result index:
+// result 2 of the original is result 3 once result 0 is split. The donated
+// argument's data aliases the result's data.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[I:%.*]]: tensor<4xi32>, [[Y:%.*]]: tensor<4xf32> {tf.aliasing_output = 3 : i32}, [[YS:%.*]]: tensor<f32>)
+// CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>, tensor<4xi32>, tensor<4xf32>, tensor<f32>)
+// CHECK-NEXT:    [[N:%.*]] = stablehlo.negate [[Y]] : tensor<4xf32>
+// CHECK-NEXT:    return [[X]], [[XS]], [[I]], [[N]], [[YS]] : tensor<4xf32>, tensor<f32>, tensor<4xi32>, tensor<4xf32>, tensor<f32>
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>, %arg2: tensor<4xf32> {tf.aliasing_output = 2 : i32}) -> (tensor<4xf32>, tensor<4xi32>, tensor<4xf32>) {
+  %0 = stablehlo.negate %arg2 : tensor<4xf32>
+  return %arg0, %arg1, %0 : tensor<4xf32>, tensor<4xi32>, tensor<4xf32>
+}
+
+// -----
+
+// func.call is inlined before scalify: the callee's body is rewritten in
+// place, and the private callee is gone.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
+// CHECK-NEXT:    [[M:%.*]] = stablehlo.multiply [[X]], [[X]] : tensor<4xf32>
+// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[XS]] : tensor<f32>
+// CHECK-NEXT:    return [[M]], [[S]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:  }
+// CHECK-NEXT: }
+// CHECK-NOT:   @helper
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = call @helper(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func private @helper(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %arg0, %arg0 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
