@@ -1493,6 +1493,25 @@ _case(
     note="an out-of-range index runs the last branch; branches yield different scales",
 )
 _case(
+    "if_predicate",
+    "stablehlo.if",
+    """
+    func.func public @main(%p: tensor<i1>, %x: tensor<3x4xf32>, %y: tensor<3x4xf32>)
+        -> tensor<3x4xf32> {
+      %0 = "stablehlo.if"(%p) ({
+        %1 = stablehlo.add %x, %y : tensor<3x4xf32>
+        stablehlo.return %1 : tensor<3x4xf32>
+      }, {
+        %1 = stablehlo.negate %x : tensor<3x4xf32>
+        stablehlo.return %1 : tensor<3x4xf32>
+      }) : (tensor<i1>) -> tensor<3x4xf32>
+      return %0 : tensor<3x4xf32>
+    }
+    """,
+    _inputs(bools(""), normal(specials=True), normal()),
+    note="branches capture floats from outside and yield different scales",
+)
+_case(
     "optimization_barrier",
     "stablehlo.optimization_barrier",
     """
