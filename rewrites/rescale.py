@@ -3,8 +3,9 @@
 Static propagation keeps data near unit scale on average; dynamic rescaling resets it where
 the policy asks: at dot outputs, at gradients (dot and reduce outputs of the backward pass),
 or at the step's outputs (weights and optimizer state). This pass runs before ``scalify`` and
-marks those ops with ``scalify.rescale = "amax" | "rms"``; ``scalify`` then measures the data
-(amax or RMS), rounds it to a power of two and moves that factor from data to scale.
+marks those ops with ``scalify.rescale = "<amax|rms>:<nearest|up>"``; ``scalify`` then
+measures the data (amax or RMS), rounds it to a power of two and moves that factor from data
+to scale.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from scalify_hlo.rewrites.scope import RESCALE_ATTR
 
 from scalify_hlo.errors import PipelineError
 from scalify_hlo.name_stack import is_backward
-from scalify_hlo.policy import RESCALE_METHODS, RESCALE_POINTS
+from scalify_hlo.policy import RESCALE_METHODS, RESCALE_POINTS, SCALE_ROUNDINGS
 from scalify_hlo.symbols import entry_function
 
 _DOTS = ("stablehlo.dot_general", "stablehlo.convolution")
@@ -33,7 +34,8 @@ def _points(raw: str) -> set[str]:
     return points
 
 
-def mark_rescale_points(module: ir.Module, points: set[str], method: str) -> int:
+def mark_rescale_points(module: ir.Module, points: set[str], method: str,
+                        rounding: str = "nearest") -> int:
     marked: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
@@ -48,12 +50,13 @@ def mark_rescale_points(module: ir.Module, points: set[str], method: str) -> int
         entry = entry_function(module)
         marked.append(entry.regions[0].blocks[0].operations[-1].operation)
     for op in marked:
-        op.attributes[RESCALE_ATTR] = ir.StringAttr.get(method)
+        op.attributes[RESCALE_ATTR] = ir.StringAttr.get(f"{method}:{rounding}")
     return len(marked)
 
 
 def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-    count = mark_rescale_points(module, _points(options["at"]), options["method"])
+    count = mark_rescale_points(module, _points(options["at"]), options["method"],
+                                options["rounding"])
     context.bump("rescale.points", count)
 
 
@@ -66,5 +69,7 @@ RESCALE = register(PassInfo(
         Option("at", str, "dot-outputs", "comma-separated points: " + ", ".join(RESCALE_POINTS)),
         Option("method", str, "amax", "statistic the new scale comes from",
                choices=RESCALE_METHODS),
+        Option("rounding", str, "nearest", "power of two the statistic is rounded to: nearest, "
+               "or up (data amax stays <= 1)", choices=SCALE_ROUNDINGS),
     ),
 ))

@@ -24,7 +24,7 @@ from scalify_hlo.rewrites.regions import (
     is_assignment,
     is_homogeneous,
 )
-from scalify_hlo.rewrites.scope import Scaled, Scope
+from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 
 from scalify_hlo.scale import Scale, pow2_exponent_of_array, sqrt_size_exponent
 
@@ -42,8 +42,10 @@ def float_operand_indices(scope: Scope, op: ir.Operation) -> list[int]:
 
 def emit_like(scope: Scope, op: ir.Operation, operands: list[ir.Value]) -> ir.Operation:
     """The same op on new operands, results and regions retyped to the data dtype."""
+    attributes = attributes_of(op)
+    attributes.pop(RESCALE_ATTR, None)
     new = scope.emit.op(op.name, operands, [scope.data_type(r.type) for r in op.results],
-                        attributes_of(op), regions=len(op.regions))
+                        attributes, regions=len(op.regions))
     for old_region, new_region in zip(op.regions, new.regions, strict=True):
         clone_region_retyped(old_region, new_region, scope.data_type)
     return new
@@ -94,6 +96,8 @@ def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None) -> 
     operands = [scope.plain(old) for old in op.operands]
     captures = _captured_values(scope, op)  # computed before the clone, so they dominate it
     clone = op.clone(ip=scope.emit.ip)
+    if RESCALE_ATTR in clone.attributes:
+        del clone.attributes[RESCALE_ATTR]
     for index, operand in enumerate(operands):
         clone.operands[index] = operand
     _remap_captures(clone, captures)

@@ -285,8 +285,12 @@ class Scope:
         return scalar_type(ir.F32Type.get())
 
     # ----- dynamic rescaling ------------------------------------------------------------
-    def rescale(self, value: Scaled, method: str) -> Scaled:
-        """Move ``pow2(amax or rms of data)`` from data to scale (1 for zero/non-finite)."""
+    def rescale(self, value: Scaled, how: str) -> Scaled:
+        """Move ``pow2(amax or rms of data)`` from data to scale (1 for zero/non-finite).
+
+        ``how`` is ``method:rounding`` as the rescale pass writes it.
+        """
+        method, _, rounding = how.partition(":")
         emit = self.emit
         f32 = ir.F32Type.get()
         wide = emit.convert(value.data, f32)
@@ -301,6 +305,11 @@ class Scope:
             statistic = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum",
                                         0.0)
         rounded = emit.pow2_round(statistic)
+        if rounding == "up":  # the next power of two at or above the statistic
+            below = emit.compare("LT", rounded, statistic)
+            rounded = emit.op("stablehlo.select", [below, emit.binary(
+                "stablehlo.multiply", rounded, emit.splat(2.0, scalar)), rounded],
+                [scalar]).result
         usable = emit.op("stablehlo.and", [
             emit.unary("stablehlo.is_finite", rounded, ir.RankedTensorType.get(
                 [], ir.IntegerType.get_signless(1))),

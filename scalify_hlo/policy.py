@@ -16,6 +16,7 @@ FP8_FORMATS = {"float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2",
                "f8E4M3FN": "f8E4M3FN", "f8E5M2": "f8E5M2"}
 RESCALE_POINTS = ("dot-outputs", "gradients", "outputs")
 RESCALE_METHODS = ("amax", "rms")
+SCALE_ROUNDINGS = ("nearest", "up")
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Policy:
     exclude: a regular expression; dots whose location matches stay in the data dtype.
     rescale_at: points where scales are recomputed from the data at run time.
     rescale_method: amax (the largest magnitude) or rms, rounded to a power of two.
+    scale_rounding: nearest power of two, or up (data magnitudes stay <= the statistic).
     """
 
     data_dtype: str = "float16"
@@ -39,6 +41,7 @@ class Policy:
     exclude: str = ""
     rescale_at: tuple[str, ...] = field(default_factory=tuple)
     rescale_method: str = "amax"
+    scale_rounding: str = "nearest"
 
     def __post_init__(self) -> None:
         if self.data_dtype not in DATA_DTYPES:
@@ -54,6 +57,8 @@ class Policy:
                                f"(use {', '.join(RESCALE_POINTS)})")
         if self.rescale_method not in RESCALE_METHODS:
             raise ScalifyError(f"unknown rescale method '{self.rescale_method}' (amax or rms)")
+        if self.scale_rounding not in SCALE_ROUNDINGS:
+            raise ScalifyError(f"unknown scale rounding '{self.scale_rounding}' (nearest or up)")
         if self.min_dot_size < 0:
             raise ScalifyError("min_dot_size must be >= 0")
 
@@ -61,7 +66,7 @@ class Policy:
         passes = ["inline"]
         if self.rescale_at:
             passes.append(f"rescale{{at={','.join(self.rescale_at)} "
-                          f"method={self.rescale_method}}}")
+                          f"method={self.rescale_method} rounding={self.scale_rounding}}}")
         passes.append(f"scalify{{data-dtype={DATA_DTYPES[self.data_dtype]}}}")
         if self.fp8_dots:
             options = [f"forward-format={FP8_FORMATS[self.forward_format]}",
