@@ -23,7 +23,11 @@ FLOAT_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32
                 "f64": np.float64, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
                 "f8E5M2": ml_dtypes.float8_e5m2}
 _INTEGER_DTYPES = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32,
-                   "i64": np.int64, "ui8": np.uint8, "ui32": np.uint32, "ui64": np.uint64}
+                   "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32,
+                   "ui64": np.uint64}
+# MLIR element type name -> numpy dtype, for every element type a host array can have.
+ELEMENT_DTYPES: dict[str, np.dtype] = {
+    name: np.dtype(t) for name, t in {**FLOAT_DTYPES, **_INTEGER_DTYPES}.items()}
 _SCALED = ("f16", "bf16", "f32")
 
 
@@ -38,10 +42,8 @@ class TensorSpec:
 
     @property
     def dtype(self) -> np.dtype:
-        if self.element in FLOAT_DTYPES:
-            return np.dtype(FLOAT_DTYPES[self.element])
-        if self.element in _INTEGER_DTYPES:
-            return np.dtype(_INTEGER_DTYPES[self.element])
+        if self.element in ELEMENT_DTYPES:
+            return ELEMENT_DTYPES[self.element]
         raise ScalifyError(f"unsupported element type {self.element} for host arrays")
 
 

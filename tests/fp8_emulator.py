@@ -49,24 +49,10 @@ from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import read_dense
 
 from scalify_hlo import ir as hlo_ir
+from scalify_hlo.signature import ELEMENT_DTYPES
 from scalify_hlo.symbols import entry_function
 
-DTYPES: dict[str, np.dtype] = {
-    "f64": np.dtype(np.float64),
-    "f32": np.dtype(np.float32),
-    "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
-    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
-    "i1": np.dtype(np.bool_),
-    "i8": np.dtype(np.int8),
-    "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
-    "ui8": np.dtype(np.uint8),
-    "ui32": np.dtype(np.uint32),
-    "ui64": np.dtype(np.uint64),
-}
+DTYPES: dict[str, np.dtype] = ELEMENT_DTYPES
 
 # Types numpy has no arithmetic for: computed in f32 and rounded once (exact for bf16 + - *).
 _VIA_F32 = {"bf16", "f8E4M3FN", "f8E5M2"}

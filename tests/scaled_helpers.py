@@ -15,25 +15,11 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from scalify_hlo.signature import ELEMENT_DTYPES
+
 DEFAULT_DATA_DTYPE = np.dtype(np.float32)
 
-_ELEMENT_TYPES: dict[str, np.dtype] = {
-    "f64": np.dtype(np.float64),
-    "f32": np.dtype(np.float32),
-    "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
-    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
-    "i1": np.dtype(np.bool_),
-    "i8": np.dtype(np.int8),
-    "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
-    "ui8": np.dtype(np.uint8),
-    "ui16": np.dtype(np.uint16),
-    "ui32": np.dtype(np.uint32),
-    "ui64": np.dtype(np.uint64),
-}
+_ELEMENT_TYPES: dict[str, np.dtype] = ELEMENT_DTYPES
 
 
 def is_floating(dtype: np.dtype | type) -> bool:
