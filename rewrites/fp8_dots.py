@@ -99,6 +99,9 @@ def _produced_under_transpose(value: ir.Value) -> bool:
         if not isinstance(owner, ir.OpView | ir.Operation):
             return False  # a block argument: weights, inputs, optimizer state
         op = owner.operation
+        if op.name == "stablehlo.optimization_barrier":  # result i is operand i
+            value = op.operands[ir.OpResult(value).result_number]
+            continue
         if op.name not in _LAYOUT_OPS:
             return is_backward(op.location)
         value = op.operands[0]
@@ -137,11 +140,12 @@ def _ineligible(op: ir.Operation, options: Fp8Options) -> str | None:
 
 def _formats(op: ir.Operation, options: Fp8Options) -> tuple[str, str]:
     if not options.use_locations or not is_backward(op.location):
-        return options.forward, options.forward
-    lhs_grad, rhs_grad = (_produced_under_transpose(v) for v in op.operands)
-    lhs = options.gradient if lhs_grad else options.forward
-    rhs = options.gradient if rhs_grad and not lhs_grad else options.forward
-    if lhs == rhs == "f8E5M2":  # E5M2 x E5M2 has no cuBLASLt kernel
+        lhs = rhs = options.forward
+    else:
+        lhs_grad, rhs_grad = (_produced_under_transpose(v) for v in op.operands)
+        lhs = options.gradient if lhs_grad else options.forward
+        rhs = options.gradient if rhs_grad and not lhs_grad else options.forward
+    if lhs == rhs == "f8E5M2":  # E5M2 x E5M2 has no cuBLASLt kernel, whatever the options
         rhs = "f8E4M3FN"
     return lhs, rhs
 

@@ -125,9 +125,24 @@ def register(info: PassInfo) -> PassInfo:
 
 
 def _split_top_level(text: str) -> list[str]:
-    """Split at commas that are not inside braces or parentheses."""
+    """Split at commas that are not inside braces, parentheses or quoted option values."""
     parts, depth, current = [], 0, []
+    quote: str | None = None
+    escaped = False
     for char in text:
+        if quote is not None:
+            current.append(char)
+            if escaped:
+                escaped = False
+            elif char == "\\" and quote == '"':
+                escaped = True
+            elif char == quote:
+                quote = None
+            continue
+        if char in "'\"" and depth > 0:
+            quote = char
+            current.append(char)
+            continue
         if char in "{(":
             depth += 1
         elif char in "})":
@@ -139,6 +154,8 @@ def _split_top_level(text: str) -> list[str]:
             current = []
         else:
             current.append(char)
+    if quote is not None:
+        raise PipelineError(f"unterminated quote in pipeline '{text}'")
     if depth != 0:
         raise PipelineError(f"unbalanced braces in pipeline '{text}'")
     parts.append("".join(current))

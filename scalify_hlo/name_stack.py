@@ -10,6 +10,8 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 BACKWARD_MARKER = "transpose("
+# jax.checkpoint recomputes forward values inside the backward pass under this name.
+REMAT_MARKER = "rematted_computation"
 
 
 def location_text(loc: ir.Location) -> str:
@@ -17,7 +19,10 @@ def location_text(loc: ir.Location) -> str:
 
 
 def is_backward(loc: ir.Location) -> bool:
-    return BACKWARD_MARKER in location_text(loc)
+    """Whether an op computes gradients: under ``transpose(...)`` and not a forward value
+    that ``jax.checkpoint`` recomputes there."""
+    text = location_text(loc)
+    return BACKWARD_MARKER in text and REMAT_MARKER not in text
 
 
 def has_name_stack(module: ir.Module) -> bool:

@@ -6,6 +6,7 @@ recipe that ``scalify-hlo rewrite`` runs without ``--pipeline``.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 
 from scalify_hlo.errors import ScalifyError
@@ -74,7 +75,7 @@ class Policy:
             if self.min_dot_size:
                 options.append(f"min-size={self.min_dot_size}")
             if self.exclude:
-                options.append(f"exclude='{self.exclude}'")
+                options.append(f"exclude={shlex.quote(self.exclude)}")
             passes.append("fp8-dots{" + " ".join(options) + "}")
         passes.append("simplify")
         return ",".join(passes)

@@ -1,0 +1,462 @@
+"""The fp8-dots pass end to end: a GPT-style training step, the CLI's statistics, the Policy
+that builds pipelines, and FP8 numerics on XLA:CPU (which emulates FP8; see DESIGN.md,
+"FP8 on real hardware"). The exact IR is pinned by the golden files in testdata/golden/fp8/.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from jax.extend.mlir import ir
+from scalify_hlo.rewrites import parse_pipeline
+
+from scalify_hlo import ir as hlo_ir
+from scalify_hlo.api import ChunkResult, rewrite_module_source
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.policy import DEFAULT_PIPELINE, Policy
+from scalify_hlo.runner import run_module
+from scalify_hlo.signature import entry_signature, join_outputs, split_inputs
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESCALE_PIPELINE = "inline,rescale{at=gradients,outputs},scalify{data-dtype=f16},fp8-dots,simplify"
+LOSS_RTOL = 0.02
+
+
+# --- the GPT-style step, exported once per module --------------------------------------------
+
+
+@dataclass
+class Step:
+    text: str
+    inputs: list[np.ndarray]
+    reference: list[np.ndarray]  # the original module's outputs on XLA:CPU
+
+
+@dataclass
+class Rewritten:
+    result: ChunkResult
+    text: str
+    outputs: list[np.ndarray]  # joined (data * scale), in the original's order
+
+
+@pytest.fixture(scope="module")
+def gpt() -> Step:
+    import jax
+
+    sys.path.insert(0, str(REPO_ROOT / "testdata"))
+    import models
+
+    step, args = models.gpt_step(n_layers=2, d_model=64, n_heads=4, context=32, vocab=64,
+                                 batch=4)
+    text = models.export_text(step, args)
+    inputs = [np.asarray(leaf) for leaf in jax.tree.leaves(args)]
+    return Step(text, inputs, run_module(text, inputs))
+
+
+def _rewrite_and_run(step: Step, pipeline: str) -> Rewritten:
+    # Keep the locations: the test reads each dot's name stack from the rewritten module.
+    result = rewrite_module_source(step.text, pipeline, debug_info=True)
+    assert result.error is None, result.error
+    assert result.output is not None
+    text = result.output.decode()
+    signature = entry_signature(step.text)
+    raw = run_module(text, split_inputs(signature, step.inputs, data_dtype=np.float16))
+    return Rewritten(result, text, join_outputs(signature, raw))
+
+
+@pytest.fixture(scope="module")
+def gpt_default(gpt: Step) -> Rewritten:
+    return _rewrite_and_run(gpt, DEFAULT_PIPELINE)
+
+
+@pytest.fixture(scope="module")
+def gpt_rescaled(gpt: Step) -> Rewritten:
+    return _rewrite_and_run(gpt, RESCALE_PIPELINE)
+
+
+@dataclass(frozen=True)
+class Dot:
+    location: str
+    lhs: str  # element types
+    rhs: str
+
+    @property
+    def backward(self) -> bool:
+        return "transpose(" in self.location
+
+
+def _dots(text: str) -> list[Dot]:
+    dots: list[Dot] = []
+    with hlo_ir.ir_context():
+        module = hlo_ir.parse_module(text)
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            if op.name == "stablehlo.dot_general":
+                lhs, rhs = (str(ir.RankedTensorType(v.type).element_type) for v in op.operands)
+                dots.append(Dot(str(op.location), lhs, rhs))
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+    return dots
+
+
+_F8_DOT_LINE = re.compile(r"stablehlo\.dot_general .*: \(tensor<[0-9x]*xf8E\w+>, "
+                          r"tensor<[0-9x]*xf8E\w+>\) -> tensor<[0-9x]*xf32>")
+
+
+def _loss_close(got: np.ndarray, reference: np.ndarray) -> None:
+    got, reference = float(np.asarray(got)), float(np.asarray(reference))
+    assert np.isfinite(got), f"loss {got}"
+    assert abs(got - reference) <= LOSS_RTOL * abs(reference), f"loss {got} vs {reference}"
+
+
+# --- (a) the default pipeline on the GPT step --------------------------------------------------
+
+
+def test_gpt_every_dot_takes_fp8_operands(gpt: Step, gpt_default: Rewritten) -> None:
+    original = gpt.text.count("stablehlo.dot_general")
+    lines = [line for line in gpt_default.text.splitlines() if "stablehlo.dot_general" in line]
+    assert original > 0
+    assert len(lines) == original
+    not_fp8 = [line.strip() for line in lines if not _F8_DOT_LINE.search(line)]
+    assert not not_fp8, "dots without FP8 operands:\n" + "\n".join(not_fp8[:5])
+
+
+def test_gpt_stats_every_dot_is_cast(gpt: Step, gpt_default: Rewritten) -> None:
+    stats = gpt_default.result.context.stats
+    assert stats["fp8-dots.dots"] == gpt.text.count("stablehlo.dot_general")
+    assert stats["fp8-dots.fp8"] == stats["fp8-dots.dots"]
+    assert "fp8-dots.left-alone" not in stats
+    assert "fp8-dots.f8E5M2xf8E5M2" not in stats
+    assert stats.get("fp8-dots.f8E4M3FNxf8E4M3FN", 0) > 0
+    with_e5m2 = sum(n for name, n in stats.items()
+                    if name.startswith("fp8-dots.f8") and "f8E5M2" in name)
+    assert with_e5m2 > 0
+    per_pair = sum(n for name, n in stats.items() if name.startswith("fp8-dots.f8"))
+    assert per_pair == stats["fp8-dots.fp8"]
+    # Exported with debug info: no "no name-stack" warning, and no dot left alone.
+    assert gpt_default.result.context.warnings == []
+
+
+def test_gpt_backward_dots_take_one_e5m2_operand(gpt_default: Rewritten) -> None:
+    """Each backward dot (dgrad, wgrad, attention's) has a gradient operand, in E5M2, and an
+    E4M3FN one; forward dots are E4M3FN x E4M3FN."""
+    dots = _dots(gpt_default.text)
+    backward = [d for d in dots if d.backward]
+    forward = [d for d in dots if not d.backward]
+    assert backward and forward
+    for dot in forward:
+        assert (dot.lhs, dot.rhs) == ("f8E4M3FN", "f8E4M3FN"), dot
+    for dot in backward:
+        assert sorted((dot.lhs, dot.rhs)) == ["f8E4M3FN", "f8E5M2"], dot
+    stats = gpt_default.result.context.stats
+    assert stats["fp8-dots.f8E4M3FNxf8E4M3FN"] == len(forward)
+
+
+def test_gpt_default_step_runs_and_loss_matches(gpt: Step, gpt_default: Rewritten) -> None:
+    assert len(gpt_default.outputs) == len(gpt.reference)
+    _loss_close(gpt_default.outputs[-1], gpt.reference[-1])
+
+
+@pytest.mark.xfail(strict=True, reason="scalify bug (not fp8-dots): without rescale, f16 data "
+                   "underflows in Adam's second moment (nu of layers[0].ln1.scale comes back "
+                   "all zero), so mu / (sqrt(nu) + eps) overflows; the same happens with "
+                   "inline,scalify{data-dtype=f16},simplify")
+def test_gpt_default_step_updates_are_finite(gpt_default: Rewritten) -> None:
+    for index, out in enumerate(gpt_default.outputs):
+        if np.asarray(out).dtype.kind == "f":
+            assert np.all(np.isfinite(out)), f"output {index} is not finite"
+
+
+# --- (b) the CLI's statistics ------------------------------------------------------------------
+
+
+def test_cli_stats_report_fp8_dots(gpt: Step, gpt_default: Rewritten, tmp_path: Path) -> None:
+    source = tmp_path / "gpt_step.mlir"
+    source.write_text(gpt.text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "scalify_hlo.cli", "rewrite", str(source), "--stats",
+         "-o", str(tmp_path / "out.mlir")],
+        capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    assert proc.returncode == 0, proc.stderr
+    stats = dict(re.findall(r"^(fp8-dots\.[\w.]+): (\d+)$", proc.stderr, re.M))
+    expected = gpt_default.result.context.stats
+    assert int(stats["fp8-dots.dots"]) == expected["fp8-dots.dots"]
+    assert int(stats["fp8-dots.fp8"]) == expected["fp8-dots.fp8"]
+    assert stats["fp8-dots.fp8"] == stats["fp8-dots.dots"]
+    assert "fp8-dots.f8E5M2xf8E5M2" not in stats
+    assert "warning" not in proc.stderr
+    assert len(_F8_DOT_LINE.findall((tmp_path / "out.mlir").read_text())) \
+        == expected["fp8-dots.dots"]
+
+
+# --- (c) Policy --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"data_dtype": "float8_e4m3fn"}, "unsupported data_dtype 'float8_e4m3fn'"),
+    ({"data_dtype": "int8"}, "unsupported data_dtype 'int8'"),
+    ({"forward_format": "e4m3"}, "unsupported FP8 format 'e4m3'"),
+    ({"gradient_format": "float16"}, "unsupported FP8 format 'float16'"),
+    ({"rescale_at": ("gradients", "weights")}, "unknown rescale point 'weights'"),
+    ({"rescale_method": "max"}, "unknown rescale method 'max'"),
+    ({"min_dot_size": -1}, "min_dot_size must be >= 0"),
+    ({"scale_rounding": "down"}, "unknown scale rounding 'down'"),
+])
+def test_policy_rejects_bad_values(kwargs: dict, message: str) -> None:
+    with pytest.raises(ScalifyError, match=re.escape(message)):
+        Policy(**kwargs)
+
+
+def _options(pipeline: str) -> dict[str, dict]:
+    return {inv.info.name: inv.options for inv in parse_pipeline(pipeline)}
+
+
+def test_default_policy_is_the_default_pipeline() -> None:
+    assert Policy().pipeline() == DEFAULT_PIPELINE
+    invocations = parse_pipeline(DEFAULT_PIPELINE)
+    assert [inv.info.name for inv in invocations] == ["inline", "scalify", "fp8-dots", "simplify"]
+    options = _options(DEFAULT_PIPELINE)
+    assert options["scalify"]["data-dtype"] == "f16"
+    assert options["fp8-dots"]["forward-format"] == "f8E4M3FN"
+    assert options["fp8-dots"]["gradient-format"] == "f8E5M2"
+    assert options["fp8-dots"]["min-size"] == 0
+    assert options["fp8-dots"]["exclude"] == ""
+
+
+def test_policy_options_round_trip_through_the_pipeline_parser() -> None:
+    policy = Policy(data_dtype="bfloat16", forward_format="float8_e5m2",
+                    gradient_format="f8E4M3FN", min_dot_size=4096, exclude="lm_head|embed",
+                    rescale_at=("gradients", "outputs"), rescale_method="rms")
+    options = _options(policy.pipeline())
+    assert list(options) == ["inline", "rescale", "scalify", "fp8-dots", "simplify"]
+    assert options["rescale"]["at"] == "gradients,outputs"
+    assert options["rescale"]["method"] == "rms"
+    assert options["scalify"]["data-dtype"] == "bf16"
+    assert options["fp8-dots"] == {"forward-format": "f8E5M2", "gradient-format": "f8E4M3FN",
+                                   "min-size": 4096, "exclude": "lm_head|embed"}
+
+
+@pytest.mark.parametrize("policy", [
+    Policy(fp8_dots=False),
+    Policy(data_dtype="float32", min_dot_size=1),
+    Policy(exclude="a b"),  # quoted, so the space survives
+    Policy(exclude=r"jvp\(head\)"),
+    Policy(rescale_at=("dot-outputs",)),
+], ids=["no-fp8", "f32-min-size", "exclude-space", "exclude-parens", "rescale"])
+def test_policy_pipelines_parse(policy: Policy) -> None:
+    options = _options(policy.pipeline())
+    assert ("fp8-dots" in options) == policy.fp8_dots
+    if policy.exclude:
+        assert options["fp8-dots"]["exclude"] == policy.exclude
+
+
+def test_policy_exclude_backward_dots_pipeline_parses() -> None:
+    policy = Policy(exclude=r"transpose\(")  # leave every backward dot alone
+    assert _options(policy.pipeline())["fp8-dots"]["exclude"] == r"transpose\("
+
+
+_BACKWARD = """
+func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %g: tensor<8x4xf32>)
+    -> (tensor<8x4xf32>, tensor<8x16xf32>, tensor<16x4xf32>) {
+  %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
+    : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32> loc("jit(step)/jvp(loss)/dot")
+  %dy = stablehlo.negate %g : tensor<8x4xf32> loc("jit(step)/transpose(jvp(loss))/neg")
+  %dx = stablehlo.dot_general %dy, %w, contracting_dims = [1] x [1]
+    : (tensor<8x4xf32>, tensor<16x4xf32>) -> tensor<8x16xf32>
+    loc("jit(step)/transpose(jvp(loss))/dot_general")
+  %dw = stablehlo.dot_general %x, %dy, contracting_dims = [0] x [0]
+    : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
+    loc("jit(step)/transpose(jvp(loss))/dot_general")
+  return %y, %dx, %dw : tensor<8x4xf32>, tensor<8x16xf32>, tensor<16x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("policy, pairs", [
+    (Policy(), {"f8E4M3FNxf8E4M3FN": 1, "f8E5M2xf8E4M3FN": 1, "f8E4M3FNxf8E5M2": 1}),
+    (Policy(gradient_format="float8_e4m3fn"), {"f8E4M3FNxf8E4M3FN": 3}),
+    (Policy(min_dot_size=1000), {}),  # 8*4*16 = 512 multiply-adds each
+    (Policy(exclude="transpose"), {"f8E4M3FNxf8E4M3FN": 1}),
+], ids=["default", "gradient-e4m3", "min-size", "exclude"])
+def test_policy_pipeline_rewrites(policy: Policy, pairs: dict[str, int]) -> None:
+    result = rewrite_module_source(_BACKWARD, policy.pipeline())
+    assert result.error is None, result.error
+    stats = result.context.stats
+    assert stats["fp8-dots.dots"] == 3
+    got = {name.removeprefix("fp8-dots."): n for name, n in stats.items()
+           if name.startswith("fp8-dots.f8")}
+    assert got == pairs
+    assert stats.get("fp8-dots.left-alone", 0) == 3 - sum(pairs.values())
+
+
+# --- (d) dynamic rescaling with FP8 dots ---------------------------------------------------------
+
+
+def test_gpt_rescale_pipeline_outputs_are_finite(gpt: Step, gpt_rescaled: Rewritten) -> None:
+    stats = gpt_rescaled.result.context.stats
+    assert stats["rescale.points"] > 0
+    assert stats["fp8-dots.fp8"] == stats["fp8-dots.dots"] > 0
+    assert "fp8-dots.f8E5M2xf8E5M2" not in stats
+    assert len(gpt_rescaled.outputs) == len(gpt.reference)
+    for index, (out, ref) in enumerate(zip(gpt_rescaled.outputs, gpt.reference, strict=True)):
+        out = np.asarray(out)
+        assert out.shape == np.asarray(ref).shape, f"output {index}"
+        if out.dtype.kind == "f":
+            assert np.all(np.isfinite(out)), f"output {index} is not finite"
+    _loss_close(gpt_rescaled.outputs[-1], gpt.reference[-1])
+
+
+# --- FP8 numerics on XLA:CPU ---------------------------------------------------------------------
+
+
+def _quantize(x: np.ndarray, fmt: str) -> np.ndarray:
+    """What the emitted clamp + convert does: saturate, then round to the FP8 grid."""
+    dtype, limit = {"e4m3": (ml_dtypes.float8_e4m3fn, 448.0),
+                    "e5m2": (ml_dtypes.float8_e5m2, 57344.0)}[fmt]
+    return np.clip(x, -limit, limit).astype(dtype).astype(np.float32)
+
+
+def test_fp8_casts_saturate_instead_of_overflowing() -> None:
+    """Convert to FP8 does not saturate (E4M3FN 465 -> NaN, E5M2 61440 -> inf): the emitted
+    clamp to +-448 / +-57344 must come first, infinities included."""
+    x = np.ones((8, 16), np.float32)
+    x[0, :4] = [1000.0, -1e6, np.inf, 465.0]  # out of E4M3FN range
+    w = np.full((16, 4), 0.5, np.float32)
+    w[3, 0] = -np.inf
+    g = np.ones((8, 4), np.float32)
+    g[1, :3] = [-60000.0, 61440.0, -np.inf]  # dy = -g, out of E5M2 range
+    result = rewrite_module_source(_BACKWARD, "fp8-dots")
+    assert result.error is None and result.output is not None
+    y, dx, dw = run_module(result.output.decode(), [x, w, g])
+    dy = -g
+    x8, w8 = _quantize(x, "e4m3"), _quantize(w, "e4m3")
+    dy8 = _quantize(dy, "e5m2")
+    for got, expected in ((y, x8 @ w8), (dx, dy8 @ w8.T), (dw, x8.T @ dy8)):
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert dy8[1, :3].tolist() == [57344.0, -57344.0, 57344.0]
+
+
+def test_fp8_dot_matches_an_emulation_on_random_data() -> None:
+    """Every operand is rounded once to its format and the product accumulates in f32."""
+    rng = np.random.default_rng(0)
+    x, w, g = (rng.standard_normal(shape).astype(np.float32)
+               for shape in ((8, 16), (16, 4), (8, 4)))
+    result = rewrite_module_source(_BACKWARD, "fp8-dots")
+    assert result.output is not None
+    y, dx, dw = run_module(result.output.decode(), [x, w, g])
+    x8, w8, dy8 = _quantize(x, "e4m3"), _quantize(w, "e4m3"), _quantize(-g, "e5m2")
+    np.testing.assert_allclose(y, x8 @ w8, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dx, dy8 @ w8.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dw, x8.T @ dy8, rtol=1e-5, atol=1e-5)
+    # and FP8 is not a no-op: E5M2 keeps 2 mantissa bits
+    assert not np.allclose(dx, (-g) @ w.T, rtol=1e-3)
+
+
+# --- the golden modules, run on XLA:CPU -------------------------------------------------------
+
+GOLDEN_FP8 = sorted((REPO_ROOT / "testdata" / "golden" / "fp8").glob("*.mlir"))
+# Chunks whose dot operands are computed from the inputs (a ReLU between two dots) are not on
+# the FP8 grid, so their casts round; everywhere else the rewrite must be exact.
+_ROUNDING_CHUNKS = {("forward.mlir", 3): 0.05}
+
+
+def _golden_pipelines(path: Path) -> list[str]:
+    """The distinct --pipeline values of a golden file's RUN lines that are expected to pass."""
+    from lit_runner import parse_run_lines
+
+    pipelines: list[str] = []
+    for run in parse_run_lines(path):
+        words = shlex.split(run.command)
+        if words[0] != "not" and "--pipeline" in words:
+            pipeline = words[words.index("--pipeline") + 1]
+            if pipeline not in pipelines:
+                pipelines.append(pipeline)
+    return pipelines
+
+
+def _grid_inputs(signature, rng: np.random.Generator) -> list[np.ndarray]:
+    """Floats on the E5M2 grid within E4M3FN's normal range (or 0): both FP8 casts are exact."""
+    inputs = []
+    for spec in signature.inputs:
+        if spec.is_scaled:
+            v = (rng.standard_normal(spec.shape) * 2).astype(ml_dtypes.float8_e5m2)
+            v = v.astype(np.float64)
+            inputs.append(np.where(np.abs(v) < 2.0 ** -4, 0.0, v).astype(spec.dtype))
+        else:
+            inputs.append(rng.integers(-3, 4, spec.shape).astype(spec.dtype))
+    return inputs
+
+
+@pytest.mark.parametrize("path", GOLDEN_FP8, ids=[p.name for p in GOLDEN_FP8])
+def test_golden_fp8_modules_run_on_xla_cpu(path: Path) -> None:
+    """Every chunk of every fp8 golden file, under each pipeline its RUN lines use, compiles
+    and runs on XLA:CPU and computes what the original module computes."""
+    pipelines = _golden_pipelines(path)
+    assert pipelines
+    for index, chunk in enumerate(hlo_ir.split_input(path.read_text())):
+        signature = entry_signature(chunk.text)
+        inputs = _grid_inputs(signature, np.random.default_rng(index))
+        reference = run_module(chunk.text, inputs)
+        tolerance = _ROUNDING_CHUNKS.get((path.name, index), 1e-3)
+        for pipeline in pipelines:
+            result = rewrite_module_source(chunk.text, pipeline)
+            assert result.error is None and result.output is not None, result.error
+            text = result.output.decode()
+            if "scalify" in pipeline:
+                scaled = split_inputs(signature, inputs, [1.0] * len(inputs),
+                                      data_dtype=np.float16)
+                got = join_outputs(signature, run_module(text, scaled))
+            else:
+                got = run_module(text, inputs)
+            for ref, out in zip(reference, got, strict=True):
+                ref, out = np.asarray(ref, np.float64), np.asarray(out, np.float64)
+                error = np.max(np.abs(out - ref)) / max(np.max(np.abs(ref)), 1e-30)
+                assert error <= tolerance, f"chunk {index}, {pipeline}: error {error:.2e}"
+
+
+# --- known bugs, as executable reproducers -------------------------------------------------------
+
+_FORWARD = """
+func.func public @main(%x: tensor<8x16xf16>, %w: tensor<16x4xf16>) -> tensor<8x4xf16> {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
+    : (tensor<8x16xf16>, tensor<16x4xf16>) -> tensor<8x4xf16>
+    loc("jit(step)/jvp(loss)/dot_general")
+  return %0 : tensor<8x4xf16>
+}
+"""
+
+
+@pytest.mark.parametrize("source", [_FORWARD, _FORWARD.replace(
+    ' loc("jit(step)/jvp(loss)/dot_general")', "")], ids=["forward-dot", "no-locations"])
+def test_forward_format_e5m2_never_gives_e5m2_x_e5m2(source: str) -> None:
+    result = rewrite_module_source(source, "fp8-dots{forward-format=f8E5M2}")
+    assert result.error is None
+    assert "fp8-dots.f8E5M2xf8E5M2" not in result.context.stats
+
+
+def test_remat_forward_operands_stay_e4m3() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    def loss(w1, w2, x):
+        h = jax.checkpoint(lambda x: jnp.tanh(x @ w1))(x)
+        return jnp.sum((h @ w2) ** 2)
+
+    args = (jnp.ones((16, 16)), jnp.ones((16, 16)), jnp.ones((8, 16)))
+    text = jax.jit(jax.grad(loss, argnums=(0, 1))).lower(*args).as_text(debug_info=True)
+    result = rewrite_module_source(text, "inline,fp8-dots", debug_info=True)
+    assert result.output is not None
+    recomputed = [d for d in _dots(result.output.decode()) if "rematted_computation" in d.location]
+    assert recomputed
+    for dot in recomputed:  # x @ w1 again: both operands are forward values
+        assert (dot.lhs, dot.rhs) == ("f8E4M3FN", "f8E4M3FN"), dot
