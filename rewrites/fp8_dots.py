@@ -22,6 +22,7 @@ from scalify_hlo.rewrites.emitter import (
     attributes_of,
     element_type,
     float_type,
+    read_dense,
     shape_of,
 )
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
@@ -197,9 +198,42 @@ def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str) -> None:
     if out_shape != result_shape:
         product = emit.op("stablehlo.reshape", [product],
                           [ir.RankedTensorType.get(result_shape, f32)]).result
-    product = emit.convert(product, element_type(op.results[0]))
-    op.results[0].replace_all_uses_with(product)
+    output = op.results[0]
+    factor = _output_scale(output)
+    if factor is not None:  # the unit-scaling 2^-k: in f32 right after the GEMM, where XLA
+        multiply, value = factor  # folds it, and before the narrowing convert can overflow
+        product = emit.binary("stablehlo.multiply", product, emit.splat(value, product.type))
+        output = multiply.results[0]
+    product = emit.convert(product, element_type(output))
+    output.replace_all_uses_with(product)
+    if factor is not None:
+        constants = [v.owner for v in factor[0].operands if v != op.results[0]]
+        factor[0].erase()
+        for constant in constants:
+            constant = constant.operation if isinstance(constant, ir.OpView) else constant
+            if not list(constant.results[0].uses):
+                constant.erase()
     op.erase()
+
+
+def _output_scale(value: ir.Value) -> tuple[ir.Operation, float] | None:
+    """The single ``multiply(dot, splat constant)`` consuming a dot, with the constant."""
+    uses = list(value.uses)
+    if len(uses) != 1:
+        return None
+    user = uses[0].owner
+    user = user.operation if isinstance(user, ir.OpView) else user
+    if user.name != "stablehlo.multiply":
+        return None
+    other = user.operands[1] if user.operands[0] == value else user.operands[0]
+    owner = other.owner
+    if not isinstance(owner, ir.OpView | ir.Operation) or owner.operation.name != \
+            "stablehlo.constant":
+        return None
+    values = read_dense(owner.operation.attributes["value"])
+    if values.size == 0 or not (values == values.flat[0]).all():
+        return None
+    return user, float(values.flat[0])
 
 
 def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> None:

@@ -6,8 +6,8 @@
 // fp8-dots after scalify, as in the default pipeline: the f32 module becomes
 // (f16 data, f32 scale) pairs and fp8-dots casts the f16 data operands of each
 // dot. Scales never enter the dot: the unit-scaling factor of the dot rule
-// (data * 2^-k, scale a_s * b_s * 2^k, 2^k nearest sqrt(K)) stays a multiply
-// of the f16 result.
+// (data * 2^-k, scale a_s * b_s * 2^k, 2^k nearest sqrt(K)) multiplies the f32
+// GEMM result before the convert to f16 (where XLA folds it into the GEMM).
 
 // A forward dot, K = 16: data * 2^-2, scale x_s * w_s * 4.
 
@@ -23,9 +23,9 @@
 // CHECK-NEXT:    [[WC:%.*]] = stablehlo.clamp [[LO2]], [[W]], [[HI2]] : (tensor<f16>, tensor<16x4xf16>, tensor<f16>) -> tensor<16x4xf16>
 // CHECK-NEXT:    [[W8:%.*]] = stablehlo.convert [[WC]] : (tensor<16x4xf16>) -> tensor<16x4xf8E4M3FN>
 // CHECK-NEXT:    [[D:%.*]] = stablehlo.dot_general [[X8]], [[W8]], contracting_dims = [1] x [0] : (tensor<8x16xf8E4M3FN>, tensor<16x4xf8E4M3FN>) -> tensor<8x4xf32>
-// CHECK-NEXT:    [[DH:%.*]] = stablehlo.convert [[D]] : (tensor<8x4xf32>) -> tensor<8x4xf16>
-// CHECK-NEXT:    [[Q:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<8x4xf16>
-// CHECK-NEXT:    [[Y:%.*]] = stablehlo.multiply [[DH]], [[Q]] : tensor<8x4xf16>
+// CHECK-NEXT:    [[Q:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<8x4xf32>
+// CHECK-NEXT:    [[DQ:%.*]] = stablehlo.multiply [[D]], [[Q]] : tensor<8x4xf32>
+// CHECK-NEXT:    [[Y:%.*]] = stablehlo.convert [[DQ]] : (tensor<8x4xf32>) -> tensor<8x4xf16>
 // CHECK-NEXT:    [[P:%.*]] = stablehlo.multiply [[XS]], [[WS]] : tensor<f32>
 // CHECK-NEXT:    [[FOUR:%.*]] = stablehlo.constant dense<4.000000e+00> : tensor<f32>
 // CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[P]], [[FOUR]] : tensor<f32>
@@ -66,9 +66,9 @@ func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4
 // CHECK-NEXT:    [[WC:%.*]] = stablehlo.clamp [[LO]], [[W]], [[HI]] : (tensor<f16>, tensor<16x4xf16>, tensor<f16>) -> tensor<16x4xf16>
 // CHECK-NEXT:    [[W8:%.*]] = stablehlo.convert [[WC]] : (tensor<16x4xf16>) -> tensor<16x4xf8E4M3FN>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.dot_general [[DY8]], [[W8]], contracting_dims = [1] x [1] : (tensor<8x4xf8E5M2>, tensor<16x4xf8E4M3FN>) -> tensor<8x16xf32>
-// CHECK-NEXT:    [[DXH:%.*]] = stablehlo.convert [[DX]] : (tensor<8x16xf32>) -> tensor<8x16xf16>
-// CHECK-NEXT:    [[HALF:%.*]] = stablehlo.constant dense<5.000000e-01> : tensor<8x16xf16>
-// CHECK-NEXT:    [[DXD:%.*]] = stablehlo.multiply [[DXH]], [[HALF]] : tensor<8x16xf16>
+// CHECK-NEXT:    [[HALF:%.*]] = stablehlo.constant dense<5.000000e-01> : tensor<8x16xf32>
+// CHECK-NEXT:    [[DXQ:%.*]] = stablehlo.multiply [[DX]], [[HALF]] : tensor<8x16xf32>
+// CHECK-NEXT:    [[DXD:%.*]] = stablehlo.convert [[DXQ]] : (tensor<8x16xf32>) -> tensor<8x16xf16>
 // CHECK-NEXT:    [[LO2:%.*]] = stablehlo.constant dense<-4.480000e+02> : tensor<f16>
 // CHECK-NEXT:    [[HI2:%.*]] = stablehlo.constant dense<4.480000e+02> : tensor<f16>
 // CHECK-NEXT:    [[XC:%.*]] = stablehlo.clamp [[LO2]], [[X]], [[HI2]] : (tensor<f16>, tensor<8x16xf16>, tensor<f16>) -> tensor<8x16xf16>
@@ -78,9 +78,9 @@ func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4
 // CHECK-NEXT:    [[DYC2:%.*]] = stablehlo.clamp [[GLO2]], [[DY]], [[GHI2]] : (tensor<f16>, tensor<8x4xf16>, tensor<f16>) -> tensor<8x4xf16>
 // CHECK-NEXT:    [[DY82:%.*]] = stablehlo.convert [[DYC2]] : (tensor<8x4xf16>) -> tensor<8x4xf8E5M2>
 // CHECK-NEXT:    [[DW:%.*]] = stablehlo.dot_general [[X8]], [[DY82]], contracting_dims = [0] x [0] : (tensor<8x16xf8E4M3FN>, tensor<8x4xf8E5M2>) -> tensor<16x4xf32>
-// CHECK-NEXT:    [[DWH:%.*]] = stablehlo.convert [[DW]] : (tensor<16x4xf32>) -> tensor<16x4xf16>
-// CHECK-NEXT:    [[QUARTER:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<16x4xf16>
-// CHECK-NEXT:    [[DWD:%.*]] = stablehlo.multiply [[DWH]], [[QUARTER]] : tensor<16x4xf16>
+// CHECK-NEXT:    [[QUARTER:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<16x4xf32>
+// CHECK-NEXT:    [[DWQ:%.*]] = stablehlo.multiply [[DW]], [[QUARTER]] : tensor<16x4xf32>
+// CHECK-NEXT:    [[DWD:%.*]] = stablehlo.convert [[DWQ]] : (tensor<16x4xf32>) -> tensor<16x4xf16>
 // CHECK-NEXT:    [[P1:%.*]] = stablehlo.multiply [[WS]], [[GS]] : tensor<f32>
 // CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2.000000e+00> : tensor<f32>
 // CHECK-NEXT:    [[DXS:%.*]] = stablehlo.multiply [[P1]], [[TWO]] : tensor<f32>
