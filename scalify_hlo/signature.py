@@ -17,6 +17,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.scaled_array import zero_tensor_scale
 from scalify_hlo.symbols import entry_function
 
 FLOAT_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32,
@@ -69,20 +70,18 @@ def entry_signature(source: str | bytes, filename: str = "-") -> EntrySignature:
                               tuple(_spec(t) for t in function_type.results))
 
 
-ZERO_TENSOR_SCALE = np.float32(2.0 ** -126)
-
-
-def pow2_scale_of(x: np.ndarray) -> np.float32:
+def pow2_scale_of(x: np.ndarray, data_dtype: np.dtype | None = None) -> np.float32:
     """A power of two near the RMS of the finite values of ``x``.
 
-    An all-zero tensor (zero-initialized biases, optimizer moments) gets the smallest normal
-    scale: its data is 0 at any scale, and a tiny scale never wins a common scale (max) over
-    the values it is later combined with, which would push those below f16's range.
+    An all-zero tensor (zero-initialized biases, optimizer moments) with f16 data gets the
+    smallest normal scale: its data is 0 at any scale, and a tiny scale never wins a common
+    scale (max) over the values it is later combined with, which would push those below
+    f16's range. With f32/bf16 data (first-operand common scale) it gets 1.
     """
     values = np.asarray(x, dtype=np.float64)
     finite = values[np.isfinite(values)]
     if finite.size and not finite.any():
-        return ZERO_TENSOR_SCALE
+        return np.float32(zero_tensor_scale(data_dtype or np.float32))
     rms = float(np.sqrt(np.mean(finite * finite))) if finite.size else 0.0
     if rms == 0.0 or not np.isfinite(rms):
         return np.float32(1.0)
@@ -106,7 +105,7 @@ def split_inputs(original: EntrySignature, inputs: Sequence[np.ndarray],
             flat.append(x.astype(spec.dtype, copy=False))
             continue
         scale = scales[index] if scales is not None and index < len(scales) else None
-        scale = pow2_scale_of(x) if scale is None else np.float32(scale)
+        scale = pow2_scale_of(x, data_dtype) if scale is None else np.float32(scale)
         data = (x.astype(np.float64) / np.float64(scale)).astype(data_dtype or np.float32)
         flat += [data, np.asarray(scale, dtype=np.float32)]
     return flat

@@ -1,0 +1,107 @@
+"""``ScaledArray``: a JAX pytree of ``(data, scale)`` with ``value = data * scale``.
+
+Training state (weights, optimizer moments) stays a ``ScaledArray`` from one step to the
+next, so FP16 data with a power-of-two scale is what lives in memory between steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# An all-zero tensor's scale with f16 data: the smallest normal f32 power of two, so that a
+# zero-initialized moment never dominates a common (max) scale; its data is 0 at any scale.
+# f32/bf16 data take the first operand's scale instead (scalify's common-scale=auto), where a
+# zero tensor is better at scale 1 so that what is added to it stays near unit scale.
+ZERO_SCALE = 2.0 ** -126
+
+
+def zero_tensor_scale(dtype: Any) -> float:
+    return ZERO_SCALE if jnp.dtype(dtype) == jnp.dtype(jnp.float16) else 1.0
+
+
+@jax.tree_util.register_pytree_node_class
+class ScaledArray:
+    """``data * scale``: data in a low-precision dtype, scale a rank-0 f32 power of two."""
+
+    __slots__ = ("data", "scale")
+
+    def __init__(self, data: Any, scale: Any) -> None:
+        self.data = data
+        self.scale = scale
+
+    def tree_flatten(self) -> tuple[tuple[Any, Any], None]:
+        return (self.data, self.scale), None
+
+    @classmethod
+    def tree_unflatten(cls, aux: None, children: tuple[Any, Any]) -> ScaledArray:
+        return cls(*children)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(np.shape(self.data))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return jnp.asarray(self.data).dtype if not hasattr(self.data, "dtype") else self.data.dtype
+
+    def unscale(self, dtype: Any = jnp.float32) -> jax.Array:
+        """The represented value, computed in f32 and cast to ``dtype``."""
+        value = jnp.asarray(self.data, jnp.float32) * jnp.asarray(self.scale, jnp.float32)
+        return value.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"ScaledArray(data={self.data!r}, scale={self.scale!r})"
+
+
+def pow2_scale(x: Any, dtype: Any = jnp.float16) -> jax.Array:
+    """A power of two near the RMS of the finite values of ``x`` (traceable, so it can run
+    inside ``jit``); ``zero_tensor_scale(dtype)`` for an all-zero tensor, 1 when nothing is
+    finite."""
+    x = jnp.asarray(x, jnp.float32)
+    finite = jnp.isfinite(x)
+    values = jnp.where(finite, x, 0.0)
+    count = jnp.maximum(jnp.sum(finite), 1)
+    rms = jnp.sqrt(jnp.sum(values * values) / count)
+    exponent = jnp.clip(jnp.round(jnp.log2(jnp.where(rms > 0, rms, 1.0))), -126, 127)
+    scale = jnp.exp2(exponent).astype(jnp.float32)
+    all_zero = jnp.logical_and(jnp.any(finite), jnp.all(values == 0))
+    return jnp.where(all_zero, jnp.float32(zero_tensor_scale(dtype)),
+                     jnp.where(rms > 0, scale, 1.0))
+
+
+def as_scaled(x: Any, dtype: Any = jnp.float16) -> ScaledArray:
+    """Split ``x`` into data of ``dtype`` and a power-of-two scale from its RMS."""
+    if isinstance(x, ScaledArray):
+        return ScaledArray(jnp.asarray(x.data).astype(dtype), jnp.asarray(x.scale, jnp.float32))
+    scale = pow2_scale(x, dtype)
+    data = (jnp.asarray(x, jnp.float32) / scale).astype(dtype)
+    return ScaledArray(data, scale)
+
+
+def is_scalable(x: Any) -> bool:
+    """Floating leaves that the scaled convention splits (f16, bf16, f32)."""
+    if isinstance(x, ScaledArray):
+        return True
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jnp.dtype(dtype) in (
+        jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
+
+
+def is_scaled_leaf(x: Any) -> bool:
+    return isinstance(x, ScaledArray)
+
+
+def scale_tree(tree: Any, dtype: Any = jnp.float16) -> Any:
+    """Every floating leaf of a parameter or optimizer-state tree as a ``ScaledArray``."""
+    return jax.tree.map(lambda x: as_scaled(x, dtype) if is_scalable(x) else x, tree,
+                        is_leaf=is_scaled_leaf)
+
+
+def unscale_tree(tree: Any, dtype: Any = jnp.float32) -> Any:
+    """Every ``ScaledArray`` leaf replaced by its value."""
+    return jax.tree.map(lambda x: x.unscale(dtype) if isinstance(x, ScaledArray) else x, tree,
+                        is_leaf=is_scaled_leaf)
