@@ -62,6 +62,27 @@ def scalar_type(element: ir.Type) -> ir.RankedTensorType:
     return ir.RankedTensorType.get([], element)
 
 
+def splat_scalar(attr: ir.Attribute) -> float | None:
+    """The single value of a splat float/int dense attribute, without materializing it."""
+    dense = ir.DenseElementsAttr(attr)
+    if not dense.is_splat:
+        return None
+    value = dense.get_splat_value()
+    if isinstance(value, ir.FloatAttr):
+        return float(ir.FloatAttr(value).value)
+    if isinstance(value, ir.IntegerAttr):
+        return float(ir.IntegerAttr(value).value)
+    return None
+
+
+def distinct_values(attr: ir.Attribute) -> np.ndarray:
+    """The values of a dense attribute, a splat as one element: enough for scale decisions."""
+    scalar = splat_scalar(attr)
+    if scalar is not None:
+        return np.array([scalar], dtype=np.float64)
+    return read_dense(attr).astype(np.float64)
+
+
 def read_dense(attr: ir.Attribute) -> np.ndarray:
     """The values of a dense elements attribute as a numpy array of the element's dtype."""
     dense = ir.DenseElementsAttr(attr)

@@ -22,8 +22,8 @@ from scalify_hlo.rewrites.emitter import (
     attributes_of,
     element_type,
     float_type,
-    read_dense,
     shape_of,
+    splat_scalar,
 )
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 
@@ -230,10 +230,8 @@ def _output_scale(value: ir.Value) -> tuple[ir.Operation, float] | None:
     if not isinstance(owner, ir.OpView | ir.Operation) or owner.operation.name != \
             "stablehlo.constant":
         return None
-    values = read_dense(owner.operation.attributes["value"])
-    if values.size == 0 or not (values == values.flat[0]).all():
-        return None
-    return user, float(values.flat[0])
+    value = splat_scalar(owner.operation.attributes["value"])
+    return None if value is None else (user, value)
 
 
 def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> None:

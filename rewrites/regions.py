@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type, read_dense
+from scalify_hlo.rewrites.emitter import attributes_of, distinct_values, is_scalable_type
 
 _HOMOGENEOUS_OPS = {
     "stablehlo.add", "stablehlo.subtract", "stablehlo.maximum", "stablehlo.minimum",
@@ -27,7 +27,7 @@ def _scale_free_constant(op: ir.Operation) -> bool:
     result_type = op.results[0].type
     if not is_scalable_type(result_type):
         return True
-    values = read_dense(op.attributes["value"]).astype(np.float64)
+    values = distinct_values(op.attributes["value"])
     return bool(np.all((values == 0) | ~np.isfinite(values)))
 
 
@@ -90,7 +90,7 @@ def clone_region_retyped(
             attributes = attributes_of(op)
             new_types = [retype(r.type) for r in op.results]
             if op.name == "stablehlo.constant" and new_types[0] != op.results[0].type:
-                values = read_dense(op.attributes["value"]).astype(np.float64)
+                values = distinct_values(op.attributes["value"])
                 element = ir.ShapedType(new_types[0]).element_type
                 attributes["value"] = ir.DenseElementsAttr.get_splat(
                     new_types[0], ir.FloatAttr.get(element, float(values.flat[0])))

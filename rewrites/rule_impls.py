@@ -17,6 +17,7 @@ from scalify_hlo.rewrites.emitter import (
     is_scalable_type,
     read_dense,
     shape_of,
+    splat_scalar,
 )
 from scalify_hlo.rewrites.regions import (
     clone_region_retyped,
@@ -299,13 +300,22 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     if not is_scalable_type(result.type):
         rule_unscaled(scope, op)
         return
-    values = read_dense(op.attributes["value"]).astype(np.float64)
+    attr = op.attributes["value"]
+    scalar = splat_scalar(attr)  # a splat is never materialized at its full shape
+    values = np.array([scalar]) if scalar is not None else read_dense(attr).astype(np.float64)
     data_type = scope.data_type(result.type)
     exp = pow2_exponent_of_array(values, str(scope.state.data_dtype))
-    with np.errstate(over="ignore", invalid="ignore"):
-        data = values / 2.0 ** exp
     any_scale = bool(np.all((values == 0) | ~np.isfinite(values)))
-    scope.set(result, Scaled(scope.emit.constant(data, data_type), Scale(exp), any_scale))
+    if scalar is not None:
+        data = scope.emit.splat(float(_divided(values, exp)[0]), data_type)
+    else:
+        data = scope.emit.constant(_divided(values, exp), data_type)
+    scope.set(result, Scaled(data, Scale(exp), any_scale))
+
+
+def _divided(values: np.ndarray, exp: int) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return values / 2.0 ** exp
 
 
 def rule_producer(scope: Scope, op: ir.Operation) -> None:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import read_dense
+from scalify_hlo.rewrites.emitter import splat_scalar
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
@@ -25,12 +24,9 @@ def _splat_value(value: ir.Value) -> float | None:
     if op.name != "stablehlo.constant":
         return None
     try:
-        values = read_dense(op.attributes["value"])
+        return splat_scalar(op.attributes["value"])
     except (KeyError, ValueError, TypeError):
         return None
-    if values.size == 0 or not np.all(values == values.flat[0]):
-        return None
-    return float(values.flat[0])
 
 
 def _trivial_result(op: ir.Operation) -> ir.Value | None:
