@@ -1,4 +1,5 @@
-"""The ``scalify-hlo`` command line: a thin click shell over ``scalify_hlo.api``.
+"""The ``scalify-hlo`` command line: a thin click shell over ``scalify_hlo.api`` (``rewrite``,
+``passes``) and ``scalify_hlo.inputs`` (``export``, ``run``, ``compare``, in ``commands_run``).
 
 Every user error is one ``error: ...`` line on stderr and exit status 1; an output file is
 written to a temporary file and renamed, so a failed run never leaves a partial file behind.
@@ -6,55 +7,23 @@ written to a temporary file and renamed, so a failed run never leaves a partial 
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
-from pathlib import Path
 
 import click
+from scalify_hlo.cli.commands_run import COMMANDS
+from scalify_hlo.cli.common import (
+    EXIT_INTERNAL_ERROR,
+    EXIT_USER_ERROR,
+    UserError,
+    read_input,
+    write_output,
+)
 from scalify_hlo.rewrites import DEFAULT_PIPELINE, PASSES, parse_pipeline
 
 from scalify_hlo import __version__
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.errors import ScalifyError
-
-EXIT_USER_ERROR = 1
-EXIT_INTERNAL_ERROR = 70
-
-
-class UserError(ScalifyError):
-    """An error in how the command was used that click's own checks do not catch."""
-
-
-def read_input(path: str) -> bytes:
-    if path == "-":
-        return sys.stdin.buffer.read()
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise UserError(f"cannot read '{path}': {exc.strerror or exc}") from None
-
-
-def write_output(path: str, data: bytes) -> None:
-    """Write to stdout, or atomically to a file (temporary file in the same folder, renamed)."""
-    if path == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
-    except OSError as exc:
-        raise UserError(f"cannot write '{path}': {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.replace(temp_name, target)
-    except OSError as exc:
-        Path(temp_name).unlink(missing_ok=True)
-        raise UserError(f"cannot write '{path}': {exc.strerror or exc}") from None
 
 
 def print_stats(results: list[ChunkResult]) -> None:
@@ -153,6 +122,10 @@ def passes() -> None:
         click.echo(f"{name}: {info.description}")
         for option in info.options:
             click.echo(f"    {option.describe()}")
+
+
+for _command in COMMANDS:
+    cli.add_command(_command)
 
 
 def main() -> None:

@@ -5,17 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from scalify_hlo.api import rewrite_text
+from scalify_hlo.inputs import random_inputs
 from scalify_hlo.runner import run_module
 from scalify_hlo.signature import EntrySignature, entry_signature, join_outputs, split_inputs
-
-
-def random_inputs(signature: EntrySignature, rng: np.random.Generator) -> list[np.ndarray]:
-    """Unit-normal floats and small non-negative integers (valid token ids and counters)."""
-    return [
-        rng.standard_normal(spec.shape).astype(spec.dtype) if spec.is_scaled
-        else rng.integers(0, 4, spec.shape).astype(spec.dtype)
-        for spec in signature.inputs
-    ]
 
 
 def random_pow2_scales(signature: EntrySignature, rng: np.random.Generator, lo: int,

@@ -1,0 +1,366 @@
+"""Host-side inputs and outputs of a module's entry function: random inputs, ``.npz`` files,
+summaries, and running an original module beside its scaled rewrite to compare outputs.
+
+The CLI's ``run`` and ``compare`` commands are thin shells over these functions.
+
+* ``.npz`` files hold one array per argument (or result), in order, named ``arr_0, arr_1,
+  ...`` (what ``np.savez(path, *arrays)`` writes) or ``arg0, arg1, ...``. numpy cannot name
+  bf16 or FP8 dtypes in a file: such arrays are stored as raw 2- or 1-byte void values and
+  read back by viewing them as the dtype the signature expects.
+* Two modules can be compared when their entry signatures are equal, or when one is the
+  other's scaled rewrite (``docs/scaled-signature.md``): then inputs are given in the
+  original signature, split into (data, scale) pairs for the scaled module, and its outputs
+  are joined back (``data * scale``) before the comparison.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from scalify_hlo import ir as hlo_ir
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.signature import (
+    ELEMENT_DTYPES,
+    FLOAT_DTYPES,
+    EntrySignature,
+    TensorSpec,
+    entry_signature,
+    join_outputs,
+    split_inputs,
+)
+
+# Data dtypes a scaled rewrite can have (``scalify{data-dtype=...}``).
+_DATA_DTYPES = ("f32", "f16", "bf16")
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+_NPY_MAGIC = b"\x93NUMPY"
+_NAME_RE = re.compile(r"^(?:arr_|arg)(\d+)$")
+
+
+class InputError(ScalifyError):
+    """Inputs that do not fit a module's entry signature, or an unreadable ``.npz`` file."""
+
+
+# ----- modules ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadedModule:
+    """A module ready to run: MLIR text (what XLA compiles) and its entry signature."""
+
+    text: str
+    signature: EntrySignature
+    name: str
+
+
+def load_module(source: bytes | str, filename: str = "-") -> LoadedModule:
+    """Read MLIR text, bytecode or a portable artifact; raises ScalifyError if invalid."""
+    signature = entry_signature(source, filename)
+    if isinstance(source, bytes) and source.startswith(hlo_ir.BYTECODE_MAGIC):
+        with hlo_ir.ir_context():
+            text = hlo_ir.module_to_text(hlo_ir.parse_module(source, filename))
+    else:
+        text = source.decode("utf-8") if isinstance(source, bytes) else source
+    return LoadedModule(text, signature, filename)
+
+
+def spec_str(spec: TensorSpec) -> str:
+    """``tensor<8x4xf32>``, as MLIR writes the type."""
+    return "tensor<" + "".join(f"{d}x" for d in spec.shape) + spec.element + ">"
+
+
+def element_name(dtype: np.dtype) -> str:
+    """The MLIR element type name of a numpy dtype (``f32``), or numpy's name."""
+    for name, known in ELEMENT_DTYPES.items():
+        if known == dtype:
+            return name
+    return str(dtype)
+
+
+# ----- inputs -----------------------------------------------------------------------------
+
+
+def random_inputs(signature: EntrySignature, rng: np.random.Generator) -> list[np.ndarray]:
+    """Unit-normal floats and small non-negative integers (valid token ids and counters)."""
+    return [
+        rng.standard_normal(spec.shape).astype(spec.dtype) if spec.element in FLOAT_DTYPES
+        else rng.integers(0, 4, spec.shape).astype(spec.dtype)
+        for spec in signature.inputs
+    ]
+
+
+def read_npz(data: bytes, filename: str) -> list[np.ndarray]:
+    """The arrays of an ``.npz`` archive in argument order (``arr_0, ...`` or ``arg0, ...``)."""
+    if data.startswith(_NPY_MAGIC):
+        raise InputError(f"{filename}: a single .npy array, not an .npz archive "
+                         f"(write one with np.savez(path, *arrays))")
+    if not data.startswith(_ZIP_MAGIC):
+        raise InputError(f"{filename}: not an .npz archive (not a zip file)")
+    try:
+        archive = np.load(io.BytesIO(data), allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(f"{filename}: corrupt .npz archive: {_one_line(exc)}") from None
+    with archive:
+        indexed: dict[int, str] = {}
+        styles = set()
+        for name in archive.files:
+            match = _NAME_RE.match(name)
+            if match is None:
+                raise InputError(f"{filename}: unexpected array '{name}' (name the arrays arr_0, "
+                                 f"arr_1, ... or arg0, arg1, ... in argument order)")
+            styles.add(name[:3])
+            indexed[int(match.group(1))] = name
+        if len(styles) > 1:
+            raise InputError(f"{filename}: mixes arr_N and argN names; use one or the other")
+        for index in range(len(indexed)):
+            if index not in indexed:
+                missing = ("arr_" if styles == {"arr"} else "arg") + str(index)
+                raise InputError(f"{filename}: has {len(indexed)} arrays but no '{missing}'")
+        arrays = []
+        for index in range(len(indexed)):
+            name = indexed[index]
+            try:
+                arrays.append(archive[name])
+            except Exception as exc:  # zipfile, zlib and numpy's format errors all mean corrupt
+                raise InputError(f"{filename}: cannot read array '{name}': "
+                                 f"{_one_line(exc)}") from None
+    return arrays
+
+
+def check_inputs(signature: EntrySignature, arrays: Sequence[np.ndarray],
+                 source: str = "inputs", takes: str = "the entry function") -> list[np.ndarray]:
+    """``arrays`` checked against the entry signature: count, shape and exact dtype.
+
+    Raw void arrays of the right size are viewed as bf16 / FP8 (how ``.npz`` stores them).
+    ``source`` names the arrays and ``takes`` the function in error messages.
+    """
+    if len(arrays) != len(signature.inputs):
+        raise InputError(f"{source}: {len(arrays)} arrays, but {takes} takes "
+                         f"{len(signature.inputs)} arguments")
+    checked = []
+    for index, (spec, array) in enumerate(zip(signature.inputs, arrays, strict=True)):
+        array = np.asarray(array)
+        expected = spec.dtype
+        if (array.dtype != expected and array.dtype.kind == "V" and expected.kind == "V"
+                and array.dtype.names is None and array.dtype.itemsize == expected.itemsize):
+            array = array.view(expected)
+        if tuple(array.shape) != spec.shape:
+            raise InputError(f"{source}: argument {index}: shape {tuple(array.shape)}, "
+                             f"expected {spec_str(spec)}")
+        if array.dtype != expected:
+            raise InputError(f"{source}: argument {index}: dtype {array.dtype}, expected "
+                             f"{spec_str(spec)} ({expected})")
+        checked.append(array)
+    return checked
+
+
+def load_inputs(data: bytes, filename: str, signature: EntrySignature,
+                takes: str = "the entry function") -> list[np.ndarray]:
+    """Read an ``.npz`` file's bytes and check its arrays against ``signature``."""
+    return check_inputs(signature, read_npz(data, filename), filename, takes)
+
+
+def npz_bytes(arrays: Sequence[np.ndarray]) -> bytes:
+    """An ``.npz`` archive of ``arrays`` named ``arr_0, arr_1, ...``."""
+    buffer = io.BytesIO()
+    np.savez(buffer, *[np.asarray(a) for a in arrays])
+    return buffer.getvalue()
+
+
+def summarize(array: np.ndarray) -> str:
+    """``tensor<8x4xf32> min -1.2 max 3.4 mean 0.05 nan 0 inf 0`` (min/max/mean of finite
+    values; ``-`` when there are none)."""
+    array = np.asarray(array)
+    values = array.astype(np.float64)
+    finite = values[np.isfinite(values)]
+    spec = spec_str(TensorSpec(tuple(array.shape), element_name(array.dtype)))
+    if finite.size:
+        stats = f"min {finite.min():.6g}  max {finite.max():.6g}  mean {finite.mean():.6g}"
+    else:
+        stats = "min -  max -  mean -"
+    return (f"{spec}  {stats}  nan {int(np.isnan(values).sum())}  "
+            f"inf {int(np.isinf(values).sum())}")
+
+
+# ----- original vs scaled -----------------------------------------------------------------
+
+
+def scaled_signature(original: EntrySignature, data_dtype: str) -> EntrySignature:
+    """The entry signature ``scalify{data-dtype=...}`` gives a module with ``original``'s."""
+    def expand(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        flat: list[TensorSpec] = []
+        for spec in specs:
+            flat += ([TensorSpec(spec.shape, data_dtype), TensorSpec((), "f32")]
+                     if spec.is_scaled else [spec])
+        return tuple(flat)
+    return EntrySignature(expand(original.inputs), expand(original.results))
+
+
+def scaled_data_dtype(original: EntrySignature, candidate: EntrySignature) -> str | None:
+    """The data dtype if ``candidate`` is the scaled form of ``original``, else None."""
+    if candidate == original:
+        return None
+    for dtype in _DATA_DTYPES:
+        if scaled_signature(original, dtype) == candidate:
+            return dtype
+    return None
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How two modules' signatures relate: equal, or one the scaled rewrite of the other.
+
+    ``original`` is the signature inputs are given in; ``scaled`` is 0 or 1 for the module
+    that takes (data, scale) pairs (None when both signatures are equal).
+    """
+
+    original: EntrySignature
+    scaled: int | None = None
+    data_dtype: str | None = None
+
+
+def pair_signatures(a: LoadedModule, b: LoadedModule) -> Pairing:
+    """Relate two modules' entry signatures; raises InputError when they cannot be compared."""
+    if a.signature == b.signature:
+        return Pairing(a.signature)
+    dtype = scaled_data_dtype(a.signature, b.signature)
+    if dtype is not None:
+        return Pairing(a.signature, 1, dtype)
+    dtype = scaled_data_dtype(b.signature, a.signature)
+    if dtype is not None:
+        return Pairing(b.signature, 0, dtype)
+    raise InputError(f"incompatible entry signatures: {_first_difference(a, b)}; neither "
+                     f"module is the other or its scaled rewrite")
+
+
+def _first_difference(a: LoadedModule, b: LoadedModule) -> str:
+    for kind, left, right in (("argument", a.signature.inputs, b.signature.inputs),
+                              ("result", a.signature.results, b.signature.results)):
+        if len(left) != len(right):
+            return f"{a.name} has {len(left)} {kind}s, {b.name} {len(right)}"
+        for index, (x, y) in enumerate(zip(left, right, strict=True)):
+            if x != y:
+                return f"{kind} {index} is {spec_str(x)} in {a.name}, {spec_str(y)} in {b.name}"
+    return "they differ"  # not reached: equal signatures pair
+
+
+def original_name(pairing: Pairing, names: tuple[str, str]) -> str:
+    """The module whose signature the inputs are given in (the unscaled one)."""
+    return names[1 - pairing.scaled] if pairing.scaled is not None else names[0]
+
+
+def describe_pairing(pairing: Pairing, names: tuple[str, str]) -> str:
+    if pairing.scaled is None:
+        return "same entry signature"
+    scaled, original = names[pairing.scaled], names[1 - pairing.scaled]
+    return f"{scaled} is the scaled rewrite of {original} ({pairing.data_dtype} data)"
+
+
+def run_pair(pairing: Pairing, modules: tuple[LoadedModule, LoadedModule],
+             inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Run both modules on ``inputs`` (in ``pairing.original``'s signature); the scaled one
+    gets them split into (data, scale) with power-of-two scales from the RMS, and its outputs
+    come back joined. Returns both output lists in the original signature."""
+    from scalify_hlo.runner import run_module  # imports jax's runtime; only when running
+
+    outputs = []
+    for side, module in enumerate(modules):
+        if side == pairing.scaled:
+            dtype = ELEMENT_DTYPES[pairing.data_dtype]
+            raw = run_module(module.text,
+                             split_inputs(pairing.original, inputs, data_dtype=dtype))
+            outputs.append(join_outputs(pairing.original, raw))
+        else:
+            outputs.append(run_module(module.text, list(inputs)))
+    return outputs[0], outputs[1]
+
+
+# ----- comparing outputs ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutputDiff:
+    """How far an output is from the reference one.
+
+    * ``max_abs``: max |a - b| over the positions where both are finite;
+    * ``max_rel``: ``max_abs / max |a|`` (a: the reference; finite values), the error relative
+      to the tensor's largest magnitude; 0 when both are all zero, inf when only a is;
+    * ``max_elem_rel``: max |a - b| / |a| over the positions where a != 0 (informational:
+      large where a cancels to nearly zero);
+    * ``snr_db``: 10 log10(sum a^2 / sum (a - b)^2), inf when equal;
+    * ``nonfinite_mismatch``: positions where NaN or +-Inf in one is not the same in the other.
+    """
+
+    shape: tuple[int, ...]
+    max_abs: float
+    max_rel: float
+    max_elem_rel: float
+    snr_db: float
+    nonfinite_mismatch: int
+
+    def failure(self, rtol: float) -> str | None:
+        """Why this output is out of tolerance, or None."""
+        if self.nonfinite_mismatch:
+            return f"NaN/Inf differ at {self.nonfinite_mismatch} positions"
+        if not self.max_rel <= rtol:  # NaN fails too
+            return f"max rel error {self.max_rel:.3g} > rtol {rtol:g}"
+        return None
+
+
+def compare_arrays(reference: np.ndarray, other: np.ndarray) -> OutputDiff:
+    a = np.asarray(reference).astype(np.float64)
+    b = np.asarray(other).astype(np.float64)
+    if a.shape != b.shape:
+        raise InputError(f"output shapes differ: {a.shape} and {b.shape}")
+    both = np.isfinite(a) & np.isfinite(b)
+    nan_a, nan_b = np.isnan(a), np.isnan(b)
+    inf_differs = (np.isinf(a) | np.isinf(b)) & ~nan_a & ~nan_b & (a != b)
+    mismatch = int(((nan_a != nan_b) | inf_differs).sum())
+    fa, fb = a[both], b[both]
+    diff = np.abs(fa - fb)
+    max_abs = float(diff.max()) if diff.size else 0.0
+    finite_a = a[np.isfinite(a)]
+    scale = float(np.abs(finite_a).max()) if finite_a.size else 0.0
+    max_rel = max_abs / scale if scale else (0.0 if max_abs == 0 else math.inf)
+    nonzero = fa != 0
+    max_elem_rel = float((diff[nonzero] / np.abs(fa[nonzero])).max()) if nonzero.any() else 0.0
+    noise = float(np.sum(diff * diff))
+    signal = float(np.sum(fa * fa))
+    if noise == 0:
+        snr = math.inf
+    elif signal == 0:
+        snr = -math.inf
+    else:
+        snr = 10.0 * math.log10(signal / noise)
+    return OutputDiff(tuple(a.shape), max_abs, max_rel, max_elem_rel, snr, mismatch)
+
+
+def compare_outputs(reference: Sequence[np.ndarray],
+                    other: Sequence[np.ndarray]) -> list[OutputDiff]:
+    if len(reference) != len(other):
+        raise InputError(f"{len(reference)} outputs against {len(other)}")
+    return [compare_arrays(a, b) for a, b in zip(reference, other, strict=True)]
+
+
+def diff_table(diffs: Sequence[OutputDiff]) -> str:
+    """One row per output: index, shape, max abs / rel / elementwise rel error, SNR."""
+    rows = [("output", "shape", "max abs err", "max rel err", "max elem rel", "SNR dB",
+             "NaN/Inf diff")]
+    for index, d in enumerate(diffs):
+        rows.append((str(index), str(d.shape), f"{d.max_abs:.3g}", f"{d.max_rel:.3g}",
+                     f"{d.max_elem_rel:.3g}", f"{d.snr_db:.1f}", str(d.nonfinite_mismatch)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
+                               for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+                     .rstrip() for row in rows)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
