@@ -79,9 +79,31 @@ def _callee_name(call: ir.Operation) -> str:
     return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
 
 
+def _check_no_recursion(functions: dict[str, ir.Operation]) -> None:
+    """Refuse call cycles up front: inlining one would grow the module exponentially."""
+    callees = {name: {_callee_name(c) for c in _calls_in(func)} for name, func in
+               functions.items()}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        for callee in callees.get(name, ()):
+            if state.get(callee) == 1:
+                raise RewriteError(f"recursive call: '@{name}' calls '@{callee}' which "
+                                   f"leads back to it; recursion cannot be inlined")
+            if callee in callees and state.get(callee) is None:
+                visit(callee)
+        state[name] = 2
+
+    for name in callees:
+        if state.get(name) is None:
+            visit(name)
+
+
 def inline_calls(module: ir.Module) -> int:
     """Inline calls until none is left; returns how many were inlined."""
     functions = functions_by_name(module)
+    _check_no_recursion(functions)
     inlined = 0
     for _ in range(MAX_INLINE_DEPTH):
         calls = _calls_in(module.operation)

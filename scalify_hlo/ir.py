@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
+import signal
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -92,6 +95,8 @@ def parse_module(source: str | bytes, filename: str = "-", line_offset: int = 0)
         raise IRError(f"{filename}: not MLIR text (contains NUL bytes)")
     if not source.strip():
         raise IRError(f"{filename}: empty input, expected a module")
+    if _nesting_depth(source) > MAX_NESTING_DEPTH:
+        raise IRError(f"{filename}: nesting deeper than {MAX_NESTING_DEPTH} levels")
     try:
         module = ir.Module.parse(source)
     except ir.MLIRError as exc:
@@ -99,7 +104,55 @@ def parse_module(source: str | bytes, filename: str = "-", line_offset: int = 0)
     return _verified(module, filename, line_offset)
 
 
+# MLIR's parsers recurse per nesting level: deeper input overflows the C stack.
+MAX_NESTING_DEPTH = 512
+_OPENERS, _CLOSERS = "([{<", ")]}>"
+
+
+def _nesting_depth(text: str) -> int:
+    depth = deepest = 0
+    for char in text:
+        if char in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in _CLOSERS:
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+def _bytecode_parses_safely(data: bytes, timeout_s: float = 30.0) -> bool:
+    """Parse untrusted bytecode in a forked child first: MLIR's bytecode reader can abort
+    the process on malformed input (a diagnostic that is not UTF-8 ends in std::terminate),
+    which no Python exception handler can catch."""
+    if not hasattr(os, "fork"):
+        return True
+    pid = os.fork()
+    if pid == 0:  # the child: parse, report by exit status, never return into the caller
+        code = 1
+        try:
+            quiet = os.open(os.devnull, os.O_WRONLY)  # its abort message is not the user's
+            os.dup2(quiet, 2)
+            ir.Module.parse(data)
+            code = 0
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        finished, status = os.waitpid(pid, os.WNOHANG)
+        if finished:
+            return os.WIFEXITED(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return False
+        time.sleep(0.005)
+
+
 def _parse_bytecode(data: bytes, filename: str) -> ir.Module:
+    if not _bytecode_parses_safely(data):
+        raise IRError(f"{filename}: malformed MLIR bytecode (the bytecode reader failed)")
     try:
         module = ir.Module.parse(data)
     except ir.MLIRError as exc:

@@ -219,3 +219,46 @@ def test_passes_lists_every_pass(tmp_path: Path) -> None:
         assert any(line.startswith(name) for line in listing.splitlines()), (name, listing)
     for option in ("data-dtype", "strict"):
         assert option in listing
+
+
+# --- regressions found by the fuzzer (benchmarks/fuzz.py) -------------------------------------
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _rewrite_file(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "scalify_hlo.cli", "rewrite", str(path), *extra],
+                          capture_output=True, text=True, timeout=60)
+
+
+def _assert_one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], proc.stderr
+
+
+def test_bytecode_that_aborts_the_reader_is_a_one_line_error() -> None:
+    """This input makes MLIR's bytecode reader emit a non-UTF-8 diagnostic, on which the
+    bindings call std::terminate; it is parsed in a forked child first."""
+    _assert_one_line_error(_rewrite_file(DATA / "bytecode_abort.mlirbc"), "malformed MLIR bytecode")
+
+
+def test_deep_nesting_is_a_one_line_error(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.mlir"
+    deep.write_text("func.func @f() {\n" + "(" * 20000 + "\n}\n")
+    _assert_one_line_error(_rewrite_file(deep), "nesting deeper than")
+
+
+def test_recursive_calls_are_a_one_line_error(tmp_path: Path) -> None:
+    recursive = tmp_path / "recursive.mlir"
+    recursive.write_text("""
+func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = func.call @f(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func private @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = func.call @f(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = func.call @f(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+""")
+    _assert_one_line_error(_rewrite_file(recursive, "--pipeline", "inline"), "recursive call")
