@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
+import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 from jax.interpreters import mlir as jax_mlir
@@ -106,18 +107,21 @@ def parse_module(source: str | bytes, filename: str = "-", line_offset: int = 0)
 
 # MLIR's parsers recurse per nesting level: deeper input overflows the C stack.
 MAX_NESTING_DEPTH = 512
-_OPENERS, _CLOSERS = "([{<", ")]}>"
+_OPENER_CODES = np.frombuffer(b"([{<", dtype=np.uint8)
+_CLOSER_CODES = np.frombuffer(b")]}>", dtype=np.uint8)
 
 
 def _nesting_depth(text: str) -> int:
-    depth = deepest = 0
-    for char in text:
-        if char in _OPENERS:
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in _CLOSERS:
-            depth = max(depth - 1, 0)
-    return deepest
+    """Deepest bracket nesting (stray closers clamp at 0), vectorized: inputs are megabytes."""
+    codes = np.frombuffer(text.encode("utf-8", "replace"), dtype=np.uint8)
+    steps = np.zeros(codes.shape, dtype=np.int64)
+    steps[np.isin(codes, _OPENER_CODES)] = 1
+    steps[np.isin(codes, _CLOSER_CODES)] = -1
+    if not steps.any():
+        return 0
+    depth = np.cumsum(steps)
+    depth -= np.minimum.accumulate(np.minimum(depth, 0))
+    return int(depth.max())
 
 
 def _bytecode_parses_safely(data: bytes, timeout_s: float = 30.0) -> bool:
