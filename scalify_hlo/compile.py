@@ -16,13 +16,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax import export as jax_export
 from jax.extend import mlir as jax_mlir
+from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
+from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import Policy
 from scalify_hlo.scaled_array import ScaledArray, as_scaled, is_scaled_leaf
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
+from scalify_hlo.symbols import entry_function
 
 _SCALED_DTYPES = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
 
@@ -116,10 +119,16 @@ class ScaledStep:
 
         examples = [_example(leaf, spec) for leaf, spec in zip(leaves, self._in_specs,
                                                                 strict=True)]
-        original = jax_export.export(jax.jit(flat_fn))(*examples)
+        # keep_unused: the scaled signature has a (data, scale) pair for every leaf.
+        jitted = jax.jit(flat_fn, keep_unused=True)
+        original = jax_export.export(jitted)(*examples)
         self._out_specs = [LeafSpec(f"output[{i}]", tuple(a.shape), np.dtype(a.dtype))
                            for i, a in enumerate(original.out_avals)]
-        self.stages: dict[str, str] = {"exported": original.mlir_module()}
+        # Rewrite the lowered module, not ``original.mlir_module()``: serialization decomposes
+        # CHLO (erf, ...) into polynomials whose symbolic scales underflow, while the CHLO op
+        # itself runs unscaled; the rewritten module is serialized (and decomposed) afterwards.
+        self.stages: dict[str, str] = {
+            "exported": jitted.lower(*examples).as_text(debug_info=True)}
 
         def keep(name: str, text: str) -> None:
             self.stages[name] = text
@@ -133,18 +142,38 @@ class ScaledStep:
                               list(result.context.warnings))
         self.exported = _scaled_exported(original, self.text, self._in_specs, self._out_specs)
         self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
+        self._scale_sources = _forwarded_scales(self.text, self._in_specs, self._out_specs)
         self._jitted = jax.jit(self._call_flat)
 
     # ----- calling ------------------------------------------------------------------------
     def __call__(self, *args: Any) -> Any:
-        self._check(args)
-        return self._jitted(*args)
+        outputs = self._jitted(*args)
+        if self._scale_sources and self.return_scaled:
+            # Scales the module returns unchanged come back as None (see _call_flat): the
+            # argument's own array, where jax.jit would have XLA copy it.
+            leaves = jax.tree.leaves(args, is_leaf=is_scaled_leaf)
+            out_leaves = jax.tree.leaves(outputs, is_leaf=is_scaled_leaf)
+            for out_index, in_index in self._scale_sources.items():
+                if out_leaves[out_index].scale is None:
+                    out_leaves[out_index].scale = leaves[in_index].scale
+        return outputs
 
     def _check(self, args: tuple[Any, ...]) -> None:
+        """Arguments against the compiled step's: run when ``jax.jit`` traces ``_call_flat``,
+        i.e. once per argument structure, shapes and dtypes (the check costs more than a
+        small step's dispatch)."""
         with_path, treedef = jax.tree_util.tree_flatten_with_path(args, is_leaf=is_scaled_leaf)
         if treedef != self._in_tree:
+            expected = [f"args{spec.path}" for spec in self._in_specs]
+            got = [f"args{jax.tree_util.keystr(path)}" for path, _ in with_path]
+            got_set, expected_set = set(got), set(expected)
+            missing = [name for name in expected if name not in got_set]
+            extra = [name for name in got if name not in expected_set]
+            detail = (f"{missing[0]} is missing" if missing else
+                      f"{extra[0]} is not an argument of the compiled step" if extra else
+                      f"expected {self._in_tree}, got {treedef}")
             raise ScalifyError(f"arguments do not have the structure the step was compiled "
-                               f"for: expected {self._in_tree}, got {treedef}")
+                               f"for: {detail}")
         for (path, leaf), spec in zip(with_path, self._in_specs, strict=True):
             name = f"args{jax.tree_util.keystr(path)}"
             source = leaf.data if isinstance(leaf, ScaledArray) else leaf
@@ -164,6 +193,7 @@ class ScaledStep:
                                    f"{spec.dtype}")
 
     def _call_flat(self, *args: Any) -> Any:
+        self._check(args)
         leaves = jax.tree.leaves(args, is_leaf=is_scaled_leaf)
         flat: list[Any] = []
         for leaf, spec, dtype in zip(leaves, self._in_specs, self._data_dtypes, strict=True):
@@ -175,9 +205,12 @@ class ScaledStep:
         raw = self.exported.call(*flat)
         outputs: list[Any] = []
         position = 0
-        for spec in self._out_specs:
+        for index, spec in enumerate(self._out_specs):
             if spec.scaled:
-                value = ScaledArray(raw[position], raw[position + 1])
+                source = self._scale_sources.get(index)
+                forward = (self.return_scaled and source is not None
+                           and _is_f32_scale(leaves[source]))
+                value = ScaledArray(raw[position], None if forward else raw[position + 1])
                 outputs.append(value if self.return_scaled else value.unscale(spec.dtype))
                 position += 2
             else:
@@ -190,10 +223,48 @@ class ScaledStep:
         return self._report
 
     def stage(self, name: str) -> str:
-        """The module after pass ``name`` (``exported`` is the module before any pass)."""
-        if name not in self.stages:
-            raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
-        return self.stages[name]
+        """The module after pass ``name`` (``exported`` is the module before any pass); a
+        pass's options may be left out (``scalify`` for ``scalify{data-dtype=f32}``)."""
+        if name in self.stages:
+            return self.stages[name]
+        for key in reversed(self.stages):
+            if key.split("{", 1)[0] == name:
+                return self.stages[key]
+        raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
+
+
+def _is_f32_scale(leaf: Any) -> bool:
+    """A ScaledArray whose scale ``as_scaled`` passes on as is: a rank-0 f32 array."""
+    if not isinstance(leaf, ScaledArray):
+        return False
+    aval = getattr(leaf.scale, "aval", None)
+    return (aval is not None and aval.shape == () and aval.dtype == jnp.float32
+            and not aval.weak_type)
+
+
+def _forwarded_scales(text: str, in_specs: list[LeafSpec],
+                      out_specs: list[LeafSpec]) -> dict[int, int]:
+    """Output leaf -> input leaf, for output scales that the rewritten module returns
+    unchanged from an argument (e.g. SGD keeps a weight's scale)."""
+    with hlo_ir.ir_context():
+        module = hlo_ir.parse_module(text)
+        block = entry_function(module).regions[0].blocks[0]
+        returned = block.operations[len(block.operations) - 1].operands
+        forwarded = {index: value.arg_number for index, value in enumerate(returned)
+                     if isinstance(value, ir.BlockArgument)}
+    scale_arguments: dict[int, int] = {}  # flat argument index of a scale -> input leaf
+    position = 0
+    for leaf, spec in enumerate(in_specs):
+        if spec.scaled:
+            scale_arguments[position + 1] = leaf
+        position += 2 if spec.scaled else 1
+    sources: dict[int, int] = {}
+    position = 0
+    for leaf, spec in enumerate(out_specs):
+        if spec.scaled and forwarded.get(position + 1) in scale_arguments:
+            sources[leaf] = scale_arguments[forwarded[position + 1]]
+        position += 2 if spec.scaled else 1
+    return sources
 
 
 def _data_dtypes(avals: tuple[Any, ...], specs: list[LeafSpec]) -> list[Any]:

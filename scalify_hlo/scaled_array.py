@@ -67,7 +67,8 @@ def pow2_scale(x: Any, dtype: Any = jnp.float16) -> jax.Array:
     count = jnp.maximum(jnp.sum(finite), 1)
     rms = jnp.sqrt(jnp.sum(values * values) / count)
     exponent = jnp.clip(jnp.round(jnp.log2(jnp.where(rms > 0, rms, 1.0))), -126, 127)
-    scale = jnp.exp2(exponent).astype(jnp.float32)
+    # ldexp, not exp2: XLA's exp2 is not exact at most integer exponents.
+    scale = jnp.ldexp(jnp.float32(1.0), exponent.astype(jnp.int32))
     all_zero = jnp.logical_and(jnp.any(finite), jnp.all(values == 0))
     return jnp.where(all_zero, jnp.float32(zero_tensor_scale(dtype)),
                      jnp.where(rms > 0, scale, 1.0))

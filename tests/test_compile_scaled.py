@@ -1,0 +1,357 @@
+"""``compile_scaled``: the rewritten step called like the JAX function it came from.
+
+In f32 mode (``Policy(data_dtype="float32", fp8_dots=False)``) the rewrite computes the same
+numbers as the original, so every output must match ``jax.jit(fn)`` to rtol 1e-5, eagerly,
+inside ``jax.jit`` and over a ``lax.scan`` of steps whose training state stays scaled. Each
+step is compiled once per mode (module-scoped fixtures).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from scalify_hlo import (
+    Policy,
+    Report,
+    ScaledArray,
+    ScaledStep,
+    as_scaled,
+    compile_scaled,
+    scale_tree,
+    unscale_tree,
+)
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.scaled_array import ZERO_SCALE, is_scaled_leaf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testdata"))
+import models  # noqa: E402
+
+F32 = Policy(data_dtype="float32", fp8_dots=False)
+RTOL = 1e-5
+SCAN_STEPS = 5
+
+
+# ----- helpers ------------------------------------------------------------------------------
+def assert_tree_close(got: Any, want: Any, rtol: float = RTOL) -> None:
+    """Same structure; every leaf within ``rtol``, with an absolute floor of ``rtol`` times
+    the leaf's largest magnitude (XLA fuses the two programs differently: a sum that cancels
+    to ~0 in one may round to a few ulps of its inputs in the other)."""
+    got_leaves, got_tree = jax.tree.flatten(got)
+    want_leaves, want_tree = jax.tree.flatten(want)
+    assert got_tree == want_tree
+    for index, (a, b) in enumerate(zip(got_leaves, want_leaves, strict=True)):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape and a.dtype == b.dtype, f"leaf {index}"
+        floor = rtol * float(np.max(np.abs(b))) if b.size else 0.0
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=floor, err_msg=f"leaf {index}")
+
+
+def scaled_like(output: Any, reference: Any) -> None:
+    """``output`` is ``reference``'s structure with a ScaledArray at every floating leaf."""
+    out_leaves, out_tree = jax.tree.flatten(output, is_leaf=is_scaled_leaf)
+    ref_leaves, ref_tree = jax.tree.flatten(reference)
+    assert out_tree == ref_tree
+    for out, ref in zip(out_leaves, ref_leaves, strict=True):
+        floating = jnp.issubdtype(ref.dtype, jnp.floating)
+        assert isinstance(out, ScaledArray) == floating
+        if floating:
+            assert out.scale.shape == () and out.scale.dtype == jnp.float32
+
+
+def warm_adam(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The transformer's arguments with a nonzero Adam second moment.
+
+    From a zero state, Adam's first update is ``g / (|g| + eps)``: for the attention key bias,
+    whose gradient is zero in exact arithmetic (softmax is shift-invariant), that is the sign
+    of rounding noise, different under any change of fusion. A second-moment history makes
+    the update linear in the gradient, so the parameters can be compared to rtol 1e-5.
+    """
+    params, (adam, *rest), tokens, targets = args
+    adam = adam._replace(nu=jax.tree.map(lambda v: jnp.full_like(v, 1e-2), adam.nu))
+    return params, (adam, *rest), tokens, targets
+
+
+# ----- fixtures -----------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Case:
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    step: ScaledStep
+    reference: Any  # jax.jit(fn)(*args)
+    eager_args: tuple[Any, ...]  # args, or as ScaledArrays where XLA compiles slowly
+
+
+@pytest.fixture(scope="module")
+def mlp() -> Case:
+    fn, args = models.mlp_step()
+    return Case(fn, args, compile_scaled(fn, *args, policy=F32), jax.jit(fn)(*args), args)
+
+
+@pytest.fixture(scope="module")
+def transformer() -> Case:
+    """Called eagerly with ScaledArray arguments: plain arguments add an RMS per argument to
+    the program, which doubles XLA:CPU's compile time (the MLP covers that path)."""
+    fn, args = models.transformer_step()
+    step = compile_scaled(fn, *args, policy=F32)
+    warm = warm_adam(args)
+    return Case(fn, warm, step, jax.jit(fn)(*warm), scale_tree(warm, jnp.float32))
+
+
+@pytest.fixture(scope="module", params=["mlp", "transformer"])
+def case(request: pytest.FixtureRequest) -> Case:
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(scope="module")
+def transformer_fp8() -> ScaledStep:
+    fn, args = models.transformer_step()
+    return compile_scaled(fn, *args)
+
+
+# ----- f32 mode matches jax.jit -------------------------------------------------------------
+def test_eager_call_matches_jit(case: Case) -> None:
+    output = case.step(*case.eager_args)
+    scaled_like(output, case.reference)
+    assert_tree_close(unscale_tree(output), case.reference)
+
+
+def test_call_inside_jit_matches_jit(case: Case) -> None:
+    """ScaledArray arguments (``scale_tree``), the step called inside ``jax.jit``."""
+    output = jax.jit(lambda *a: case.step(*a))(*scale_tree(case.args, jnp.float32))
+    scaled_like(output, case.reference)
+    assert_tree_close(unscale_tree(output), case.reference)
+
+
+def test_scan_keeps_the_state_scaled(case: Case) -> None:
+    """Five steps in a ``lax.scan``: the carried state is the step's ScaledArray outputs."""
+    state, batch = case.args[:-2], case.args[-2:]  # (params[, opt_state]), (inputs, targets)
+
+    def scaled_body(carry: Any, _: None) -> tuple[Any, Any]:
+        *carry, loss = case.step(*carry, *batch)
+        return tuple(carry), loss
+
+    initial = scale_tree(state, jnp.float32)
+    final, losses = jax.jit(lambda s: jax.lax.scan(scaled_body, s, length=SCAN_STEPS))(initial)
+    reference, want_final, want_losses = jax.jit(case.fn), state, []
+    for _ in range(SCAN_STEPS):  # the same steps through jax.jit(fn), one call at a time
+        *want_final, loss = reference(*want_final, *batch)
+        want_losses.append(loss)
+    want_final, want_losses = tuple(want_final), jnp.stack(want_losses)
+    assert isinstance(losses, ScaledArray) and losses.data.shape == (SCAN_STEPS,)
+    scaled_like(final, want_final)
+    assert_tree_close(losses.unscale(), want_losses)
+    assert_tree_close(unscale_tree(final), want_final)
+
+
+def test_transformer_from_a_fresh_adam_state(transformer: Case) -> None:
+    """The model's own zero-initialized Adam state: the loss, moments and step count match;
+    parameters match wherever the gradient is above rounding noise (see ``warm_adam``)."""
+    args = models.transformer_step()[1]
+    (params, (adam, *_), loss) = unscale_tree(transformer.step(*scale_tree(args, jnp.float32)))
+    (want_params, (want_adam, *_), want_loss) = jax.jit(transformer.fn)(*args)
+    assert_tree_close(loss, want_loss)
+    assert_tree_close((adam.mu, adam.nu, adam.count), (want_adam.mu, want_adam.nu,
+                                                       want_adam.count))
+    for got, want, mu in zip(jax.tree.leaves(params), jax.tree.leaves(want_params),
+                             jax.tree.leaves(want_adam.mu), strict=True):
+        signal = np.abs(np.asarray(mu)) > 1e-4 * float(np.max(np.abs(mu)))
+        np.testing.assert_allclose(np.asarray(got)[signal], np.asarray(want)[signal],
+                                   rtol=RTOL, atol=RTOL * float(np.max(np.abs(want))))
+
+
+def test_return_scaled_false_returns_plain_arrays(mlp: Case) -> None:
+    step = compile_scaled(mlp.fn, *mlp.args, policy=F32, return_scaled=False)
+    output = step(*scale_tree(mlp.args, jnp.float32))
+    assert not any(isinstance(leaf, ScaledArray)
+                   for leaf in jax.tree.leaves(output, is_leaf=is_scaled_leaf))
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(output))
+    assert_tree_close(output, mlp.reference)
+
+
+def test_unchanged_scales_are_the_arguments_own(mlp: Case) -> None:
+    """SGD keeps each weight's scale: the step hands back the argument's scale array rather
+    than a copy XLA would make, and still a rank-0 f32 array when the argument's is not."""
+    params, x, y = scale_tree(mlp.args, jnp.float32)
+    new_params, _ = mlp.step(params, x, y)
+    for old, new in zip(jax.tree.leaves(params, is_leaf=is_scaled_leaf),
+                        jax.tree.leaves(new_params, is_leaf=is_scaled_leaf), strict=True):
+        assert new.scale is old.scale
+    unit = [{name: ScaledArray(a.data, 1.0) for name, a in layer.items()} for layer in params]
+    output = mlp.step(unit, x, y)
+    for leaf in jax.tree.leaves(output[0], is_leaf=is_scaled_leaf):
+        assert isinstance(leaf.scale, jax.Array) and leaf.scale.dtype == jnp.float32
+    reference = jax.jit(mlp.fn)(unscale_tree(unit), x.unscale(), y.unscale())
+    assert_tree_close(unscale_tree(output), reference)
+
+
+# ----- ScaledArray, as_scaled, scale_tree ---------------------------------------------------
+def test_scaled_array_is_a_pytree() -> None:
+    value = ScaledArray(jnp.arange(6.0).reshape(2, 3), jnp.float32(4.0))
+    leaves, treedef = jax.tree.flatten(value)
+    assert [np.asarray(x).tolist() for x in leaves] == [[[0, 1, 2], [3, 4, 5]], 4.0]
+    rebuilt = jax.tree.unflatten(treedef, leaves)
+    assert isinstance(rebuilt, ScaledArray) and rebuilt.shape == (2, 3)
+    assert rebuilt.dtype == jnp.float32
+    doubled = jax.tree.map(lambda x: 2 * x, value)
+    assert isinstance(doubled, ScaledArray) and float(doubled.scale) == 8.0
+    through_jit = jax.jit(lambda s: s)(value)
+    assert isinstance(through_jit, ScaledArray)
+    np.testing.assert_array_equal(through_jit.unscale(), value.unscale())
+
+
+def test_unscale_is_data_times_scale_in_the_requested_dtype() -> None:
+    value = ScaledArray(jnp.array([0.5, -1.5], jnp.float16), jnp.float32(2.0 ** -10))
+    unscaled = value.unscale()
+    assert unscaled.dtype == jnp.float32
+    np.testing.assert_array_equal(unscaled, np.array([0.5, -1.5]) * 2.0 ** -10)
+    assert value.unscale(jnp.bfloat16).dtype == jnp.bfloat16
+
+
+def test_as_scaled_takes_a_power_of_two_from_the_rms() -> None:
+    x = jnp.full((4, 4), 3.0)  # RMS 3 -> 2^round(log2 3) = 4
+    scaled = as_scaled(x, jnp.float16)
+    assert scaled.data.dtype == jnp.float16 and float(scaled.scale) == 4.0
+    np.testing.assert_array_equal(scaled.data, np.full((4, 4), 0.75))
+    tiny = as_scaled(jnp.array([1e-6, -3e-6]), jnp.float32)  # RMS 2.2e-6 -> 2^-19
+    assert float(tiny.scale) == 2.0 ** -19
+    np.testing.assert_array_equal(tiny.unscale(), np.array([1e-6, -3e-6], np.float32))
+
+
+def test_as_scaled_scales_are_exact_powers_of_two() -> None:
+    exponents = np.arange(-60, 61, 3)  # beyond 2^+-63, the f32 sum of squares overflows
+    x = jnp.asarray(1.37 * 2.0 ** exponents, jnp.float32)
+    scales = jax.jit(jax.vmap(lambda v: as_scaled(v, jnp.float32).scale))(x[:, None])
+    np.testing.assert_array_equal(np.asarray(scales), 2.0 ** exponents)
+
+
+def test_as_scaled_of_zeros() -> None:
+    """All-zero tensors: the smallest normal scale with f16 data, 1 with f32/bf16 data."""
+    for dtype, scale in ((jnp.float16, ZERO_SCALE), (jnp.float32, 1.0), (jnp.bfloat16, 1.0)):
+        zero = as_scaled(jnp.zeros((3,)), dtype)
+        assert float(zero.scale) == scale
+        np.testing.assert_array_equal(zero.data, np.zeros(3))
+
+
+def test_as_scaled_ignores_nan_and_inf() -> None:
+    x = jnp.array([1.0, jnp.nan, jnp.inf, 4.0, -jnp.inf])  # finite RMS sqrt(8.5) -> 4
+    scaled = as_scaled(x, jnp.float32)
+    assert float(scaled.scale) == 4.0
+    np.testing.assert_array_equal(scaled.unscale(), x)
+    nothing_finite = as_scaled(jnp.array([jnp.nan, jnp.inf]), jnp.float32)
+    assert float(nothing_finite.scale) == 1.0
+
+
+def test_as_scaled_of_a_scaled_array_keeps_the_scale() -> None:
+    value = ScaledArray(jnp.array([1.0, 2.0]), jnp.float32(0.25))
+    cast = as_scaled(value, jnp.float16)
+    assert cast.data.dtype == jnp.float16 and float(cast.scale) == 0.25
+    traced = jax.jit(lambda x: as_scaled(x, jnp.float16))(jnp.full((2,), 3.0))
+    assert float(traced.scale) == 4.0
+
+
+def test_scale_tree_and_unscale_tree_round_trip() -> None:
+    tree = {"w": jnp.linspace(-2.0, 2.0, 8), "step": jnp.int32(3),
+            "inner": [jnp.ones((2,), jnp.bfloat16)]}
+    scaled = scale_tree(tree)  # f16 data by default
+    assert isinstance(scaled["w"], ScaledArray) and scaled["w"].data.dtype == jnp.float16
+    assert isinstance(scaled["inner"][0], ScaledArray)
+    assert not isinstance(scaled["step"], ScaledArray) and int(scaled["step"]) == 3
+    back = unscale_tree(scaled)
+    assert back["w"].dtype == jnp.float32 and back["step"].dtype == jnp.int32
+    np.testing.assert_allclose(back["w"], tree["w"], rtol=1e-3)  # f16's 11-bit mantissa
+    exact = unscale_tree(scale_tree(tree, jnp.float32))
+    np.testing.assert_array_equal(exact["w"], tree["w"])
+    assert exact["inner"][0].dtype == jnp.float32
+    rescaled = scale_tree(scaled, jnp.float32)  # ScaledArray leaves: recast, scale kept
+    assert rescaled["w"].data.dtype == jnp.float32
+    assert float(rescaled["w"].scale) == float(scaled["w"].scale)
+
+
+# ----- report and stages --------------------------------------------------------------------
+def test_report_counts_ops(mlp: Case) -> None:
+    step = mlp.step
+    report = step.report()
+    assert isinstance(report, Report)
+    dots = step.stage("exported").count("stablehlo.dot_general")
+    assert report.ops_before["stablehlo.dot_general"] == dots > 0
+    assert sum(report.ops_after.values()) > sum(report.ops_before.values())
+    assert report.fp8_dots == (0, 0) and report.fallbacks == []
+    text = str(report)
+    assert text.startswith("ops: ") and "fp8 dots: 0 / 0" in text
+
+
+def test_report_of_the_default_policy_puts_every_dot_in_fp8(
+        transformer_fp8: ScaledStep) -> None:
+    report = transformer_fp8.report()
+    fp8, dots = report.fp8_dots
+    assert fp8 == dots > 0
+    assert f"fp8 dots: {fp8} / {dots}" in str(report)
+    assert report.fallbacks == []
+    assert "f8E4M3FN" in transformer_fp8.stage("fp8-dots")
+    assert "f8E4M3FN" not in transformer_fp8.stage("scalify")
+
+
+def test_stages_are_the_module_after_each_pass(
+        mlp: Case) -> None:
+    step = mlp.step
+    assert list(step.stages) == ["exported", "inline", "scalify{data-dtype=f32}", "simplify"]
+    assert step.stage("scalify") is step.stages["scalify{data-dtype=f32}"]
+    exported = step.stage("exported")
+    assert ".scale" not in exported and ".scale" in step.stage("scalify")
+    with pytest.raises(KeyError, match="no stage 'fp8-dots'; stages: exported, inline"):
+        step.stage("fp8-dots")
+
+
+# ----- argument errors ----------------------------------------------------------------------
+def _error(step: ScaledStep, *args: Any) -> str:
+    with pytest.raises(ScalifyError) as info:
+        step(*args)
+    return str(info.value)
+
+
+def test_wrong_shape_names_the_argument(mlp: Case) -> None:
+    (params, x, y), step = mlp.args, mlp.step
+    step(params, x, y)  # a valid call first: jax.jit's cache must not hide later errors
+    bad = [dict(layer) for layer in params]
+    bad[1]["w"] = jnp.zeros((64, 65))
+    assert _error(step, bad, x, y) == ("args[0][1]['w']: shape (64, 65) does not match the "
+                                       "compiled step's (64, 64)")
+    assert _error(step, params, x[:4], y).startswith("args[1]: shape (4, 32) does not match")
+    scaled_bad = scale_tree(bad, jnp.float32)
+    assert _error(step, scaled_bad, x, y).startswith("args[0][1]['w']: shape (64, 65)")
+    with pytest.raises(ScalifyError, match=r"args\[0\]\[1\]\['w'\]: shape"):
+        jax.jit(lambda *a: step(*a))(bad, x, y)
+
+
+def test_wrong_dtype_names_the_argument(
+        transformer: Case) -> None:
+    (params, opt_state, tokens, targets), step = transformer.args, transformer.step
+    message = _error(step, params, opt_state, tokens.astype(jnp.float32), targets)
+    assert message == "args[2]: dtype float32 does not match the compiled step's int32"
+    message = _error(step, params, opt_state, tokens, as_scaled(targets, jnp.float32))
+    assert message == "args[3]: a ScaledArray where the step takes int32"
+    bad_params = {**params, "wte": params["wte"].astype(jnp.int32)}
+    assert _error(step, bad_params, opt_state, tokens, targets) == (
+        "args[0]['wte']: dtype int32 does not match the compiled step's float32")
+
+
+def test_wrong_tree_structure_names_the_argument(
+        mlp: Case) -> None:
+    (params, x, y), step = mlp.args, mlp.step
+    prefix = "arguments do not have the structure the step was compiled for: "
+    assert _error(step, params[:2], x, y) == prefix + "args[0][2]['b'] is missing"
+    extra = [dict(layer) for layer in params]
+    extra[0]["scale"] = jnp.ones(())
+    assert _error(step, extra, x, y) == (
+        prefix + "args[0][0]['scale'] is not an argument of the compiled step")
+    assert _error(step, params, x) == prefix + "args[2] is missing"
+    assert _error(step, tuple(params), x, y).startswith(prefix + "expected PyTreeDef(")
