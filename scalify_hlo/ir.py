@@ -124,39 +124,67 @@ def _nesting_depth(text: str) -> int:
     return int(depth.max())
 
 
-def _bytecode_parses_safely(data: bytes, timeout_s: float = 30.0) -> bool:
-    """Parse untrusted bytecode in a forked child first: MLIR's bytecode reader can abort
-    the process on malformed input (a diagnostic that is not UTF-8 ends in std::terminate),
-    which no Python exception handler can catch."""
+def _probe_bytecode(data: bytes, filename: str, timeout_s: float = 30.0) -> str | None:
+    """Parse untrusted bytecode in a forked child first and return its error, if any.
+
+    MLIR's bytecode reader can abort the process on malformed input (a diagnostic that is
+    not UTF-8 ends in std::terminate), and some inputs that raise an ordinary error corrupt
+    the heap on the way, so the process dies later. Neither can be caught in Python, so the
+    parent only parses bytecode that the child parsed cleanly, and reports the child's error
+    (sent back through a pipe) otherwise."""
     if not hasattr(os, "fork"):
-        return True
+        return None
+    read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: parse, report by exit status, never return into the caller
-        code = 1
+        code = 3
         try:
+            os.close(read_end)
             quiet = os.open(os.devnull, os.O_WRONLY)  # its abort message is not the user's
             os.dup2(quiet, 2)
-            ir.Module.parse(data)
-            code = 0
+            try:
+                ir.Module.parse(data)
+                code = 0
+            except ir.MLIRError as exc:
+                message = format_diagnostics(exc, filename).encode("utf-8", "replace")
+                os.write(write_end, message[:4096])  # below the pipe's buffer: no deadlock
+                code = 2
         except BaseException:
-            code = 1
+            code = 3
         finally:
             os._exit(code)
+    os.close(write_end)
     deadline = time.monotonic() + timeout_s
-    while True:
-        finished, status = os.waitpid(pid, os.WNOHANG)
-        if finished:
-            return os.WIFEXITED(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return False
-        time.sleep(0.005)
+    chunks: list[bytes] = []
+    try:
+        while True:
+            finished, status = os.waitpid(pid, os.WNOHANG)
+            if finished:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return f"{filename}: malformed MLIR bytecode (the bytecode reader did not finish)"
+            time.sleep(0.005)
+        os.set_blocking(read_end, False)
+        try:
+            while chunk := os.read(read_end, 65536):
+                chunks.append(chunk)
+        except BlockingIOError:
+            pass
+    finally:
+        os.close(read_end)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+        return None
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 2 and chunks:
+        return _one_line(b"".join(chunks).decode("utf-8", "replace"))
+    return f"{filename}: malformed MLIR bytecode (the bytecode reader failed)"
 
 
 def _parse_bytecode(data: bytes, filename: str) -> ir.Module:
-    if not _bytecode_parses_safely(data):
-        raise IRError(f"{filename}: malformed MLIR bytecode (the bytecode reader failed)")
+    error = _probe_bytecode(data, filename)
+    if error is not None:
+        raise IRError(error)
     try:
         module = ir.Module.parse(data)
     except ir.MLIRError as exc:
