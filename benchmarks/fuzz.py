@@ -16,6 +16,7 @@ Results go to ``docs/results/fuzz.json`` and the fuzz section of ``docs/robustne
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections import Counter
@@ -42,30 +43,32 @@ def replace_section(path: Path, begin: str, end: str, body: str) -> None:
     path.write_text(text)
 
 
-def markdown(args: argparse.Namespace, table: dict[str, int], by_mutation: dict[str, Counter],
-             seconds: float, failures: list[fc.Result]) -> str:
+def markdown(payload: dict) -> str:
+    """The docs section, from the JSON payload (so ``--render`` can redo it from a file)."""
     lines = [
-        f"`python benchmarks/fuzz.py --cases {args.cases} --seed {args.seed}` "
-        f"({args.mode} mode, {args.workers} workers, {seconds:.0f} s):",
+        f"`python benchmarks/fuzz.py --cases {payload['cases']} --seed {payload['seed']}` "
+        f"({payload['mode']} mode, {payload['workers']} workers, {payload['seconds']:.0f} s):",
         "",
         "| outcome | cases |",
         "|---|---:|",
-        *[f"| {name} | {count} |" for name, count in table.items()],
+        *[f"| {name} | {count} |" for name, count in payload["counts"].items()],
         "",
         "| mutation (cases using it) | OK | ERROR | failures |",
         "|---|---:|---:|---:|",
     ]
-    for name in sorted(by_mutation):
-        c = by_mutation[name]
-        bad = sum(c[o.value] for o in fc.FAILURES)
-        lines.append(f"| {name} | {c['OK']} | {c['ERROR']} | {bad} |")
+    failure_names = {o.value for o in fc.FAILURES}
+    for name, c in sorted(payload["by_mutation"].items()):
+        bad = sum(v for k, v in c.items() if k in failure_names)
+        lines.append(f"| {name} | {c.get('OK', 0)} | {c.get('ERROR', 0)} | {bad} |")
     lines.append("")
+    failures = payload["failures"]
     if failures:
         lines.append("Failures (reproduce one with `--seed S --reproduce INDEX --write F`):")
         lines.append("")
         for r in failures[:30]:
-            lines.append(f"* case {r.index} {r.outcome}: {'+'.join(r.mutations)} on "
-                         f"`{r.seed_name}`: {r.detail or r.stderr_tail.strip()[-200:]}")
+            detail = r.get("detail") or str(r.get("stderr_tail", "")).strip()[-200:]
+            lines.append(f"* case {r['index']} {r['outcome']}: {'+'.join(r['mutations'])} on "
+                         f"`{r['seed_name']}`: {detail}")
     else:
         lines.append("No failures.")
     return "\n".join(lines)
@@ -85,7 +88,13 @@ def main() -> None:
     parser.add_argument("--reproduce", type=int, metavar="INDEX",
                         help="only regenerate case INDEX and print how to run it")
     parser.add_argument("--write", type=Path, help="with --reproduce: where to write the input")
+    parser.add_argument("--render", type=Path, metavar="JSON",
+                        help="only rewrite the docs section from an earlier run's JSON")
     args = parser.parse_args()
+
+    if args.render is not None:
+        replace_section(DOC, BEGIN, END, markdown(json.loads(args.render.read_text())))
+        return
 
     if args.reproduce is not None:
         case = fc.make_cases(1, args.seed, start=args.reproduce)[0]
@@ -128,15 +137,16 @@ def main() -> None:
     for r in failures:
         print(f"FAILURE case {r.index} {r.outcome}: {'+'.join(r.mutations)} on {r.seed_name} "
               f"pipeline={r.pipeline}: {r.detail}")
-    write_json(args.out, {
+    payload = {
         "cases": args.cases, "seed": args.seed, "mode": args.mode, "workers": args.workers,
         "timeout_s": args.timeout, "seconds": round(seconds, 1), "counts": table,
         "by_mutation": {k: dict(v) for k, v in sorted(by_mutation.items())},
         "error_kinds": dict(kinds.most_common()),
         "failures": [r.as_dict() for r in failures],
-    })
+    }
+    write_json(args.out, payload)
     if not args.no_doc:
-        replace_section(DOC, BEGIN, END, markdown(args, table, by_mutation, seconds, failures))
+        replace_section(DOC, BEGIN, END, markdown(json.loads(json.dumps(payload))))
 
 
 if __name__ == "__main__":

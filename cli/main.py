@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 import click
+from scalify_hlo.cli.commands_demo import COMMANDS as DEMO_COMMANDS
 from scalify_hlo.cli.commands_run import COMMANDS
 from scalify_hlo.cli.common import (
     EXIT_INTERNAL_ERROR,
@@ -124,7 +125,7 @@ def passes() -> None:
             click.echo(f"    {option.describe()}")
 
 
-for _command in COMMANDS:
+for _command in [*COMMANDS, *DEMO_COMMANDS]:
     cli.add_command(_command)
 
 

@@ -91,6 +91,7 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "stablehlo.sqrt": np.sqrt,
     "stablehlo.rsqrt": lambda x: 1.0 / np.sqrt(x),
     "stablehlo.cbrt": np.cbrt,
+    "stablehlo.is_finite": np.isfinite,
 }
 
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -325,6 +326,28 @@ class Fp8Emulator:
         # ml_dtypes converts f16 -> f8 by way of f32 (exact), then rounds to nearest even.
         with np.errstate(all="ignore"):
             return [x.astype(target)]
+
+    def op_reduce_precision(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+        """Round f32 to ``mantissa_bits`` (nearest, ties to even) and clamp to an exponent
+        range of ``exponent_bits`` (overflow to inf, underflow to signed zero), as XLA does."""
+        (x,) = args
+        if x.dtype != np.float32:
+            raise UnsupportedOpError("reduce_precision is emulated for f32 only")
+        m = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
+        e = ir.IntegerAttr(op.attributes["exponent_bits"]).value
+        bits = x.view(np.uint32).astype(np.uint64)
+        if m < 23:
+            last = np.uint64(1 << (23 - m))
+            bias = (last >> np.uint64(1)) - np.uint64(1) + ((bits & last) >> np.uint64(23 - m))
+            bits = (bits + bias) & ~(last - np.uint64(1)) & np.uint64(0xFFFFFFFF)
+        out = bits.astype(np.uint32).view(np.float32).copy()
+        if e < 8:
+            max_exp, min_exp = (1 << (e - 1)) - 1, 2 - (1 << (e - 1))
+            with np.errstate(all="ignore"):
+                exp = np.floor(np.log2(np.abs(out)))
+            out = np.where(exp > max_exp, np.copysign(np.float32(np.inf), out), out)
+            out = np.where(exp < min_exp, np.copysign(np.float32(0), out), out)
+        return [np.where(np.isnan(x), x, out).astype(np.float32)]
 
     def op_clamp(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
         low, x, high = args

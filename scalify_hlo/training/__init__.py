@@ -1,0 +1,1 @@
+"""End-to-end training in each precision mode: datasets, modes, the loop, reports."""

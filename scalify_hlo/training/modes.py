@@ -1,0 +1,119 @@
+"""Training modes: how one plain JAX/optax train step becomes the step each mode runs.
+
+``fp32`` and ``bf16`` are the baselines users have today (``bf16`` is JAX mixed precision:
+the model computes in bf16, master weights and Adam state stay f32); the ``scalify-*`` modes
+run the *fp32* train step through ``compile_scaled``, so the model code is the same for all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from scalify_hlo.compile import compile_scaled
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.policy import Policy
+from scalify_hlo.scaled_array import ScaledArray, is_scaled_leaf, scale_tree, unscale_tree
+
+LossFn = Callable[[Any, Any, Any], jax.Array]
+TrainStep = Callable[..., tuple[Any, Any, jax.Array]]
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One way of running the same train step."""
+
+    name: str
+    description: str
+    compute_dtype: Any  # what the model computes in (the loss function is built for it)
+    policy: Policy | None  # None: plain ``jax.jit``
+
+
+MODES: dict[str, Mode] = {m.name: m for m in (
+    Mode("fp32", "plain JAX, f32 everywhere", jnp.float32, None),
+    Mode("bf16", "JAX mixed precision: bf16 compute, f32 master weights and Adam state",
+         jnp.bfloat16, None),
+    Mode("scalify-f16", "scalify-hlo: f16 data everywhere (weights, Adam state), f16 dots",
+         jnp.float32, Policy(fp8_dots=False)),
+    Mode("scalify-fp8", "scalify-hlo: FP8 dots (E4M3 forward, E5M2 gradients), f16 elsewhere",
+         jnp.float32, Policy()),
+)}
+
+
+def mode(name: str) -> Mode:
+    if name not in MODES:
+        raise ScalifyError(f"unknown mode '{name}' (use {', '.join(MODES)})")
+    return MODES[name]
+
+
+def make_train_step(loss_fn: LossFn, optimizer: optax.GradientTransformation) -> TrainStep:
+    """The train step as a JAX user writes it: value_and_grad, optax update, apply."""
+
+    def train_step(params: Any, opt_state: Any, x: Any, y: Any) -> tuple[Any, Any, jax.Array]:
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return train_step
+
+
+@dataclass
+class PreparedStep:
+    """A mode's compiled step and its initial state; ``params_f32`` reads the weights back."""
+
+    step: Callable[..., tuple[Any, Any, Any]]
+    state: tuple[Any, Any]
+    report: str | None
+
+    def params_f32(self) -> Any:
+        return unscale_tree(self.state[0], jnp.float32)
+
+
+def prepare(mode_: Mode, train_step: TrainStep, params: Any, opt_state: Any,
+            x: Any, y: Any) -> PreparedStep:
+    """Compile ``train_step`` for ``mode_`` on example inputs and build its initial state.
+
+    The state is put on the device first: the step's outputs come back committed to it, and
+    ``jax.jit`` compiles again when committed arrays replace the uncommitted ones of the
+    first call (a second 10-20 s XLA compile for a small GPT on CPU)."""
+    device = jax.devices()[0]
+    params, opt_state = jax.device_put((params, opt_state), device)
+    if mode_.policy is None:
+        return PreparedStep(jax.jit(train_step, donate_argnums=(0, 1)), (params, opt_state),
+                            None)
+    step = compile_scaled(train_step, params, opt_state, x, y, policy=mode_.policy)
+    data_dtype = np.dtype(mode_.policy.data_dtype)
+    state = jax.device_put((scale_tree(params, data_dtype), scale_tree(opt_state, data_dtype)),
+                           device)
+    return PreparedStep(step, state, str(step.report()))
+
+
+def loss_value(loss: Any) -> float:
+    return float(loss.unscale() if isinstance(loss, ScaledArray) else loss)
+
+
+def state_bytes(state: Any) -> int:
+    """Bytes of weights and optimizer state as they live between steps, scales included."""
+    leaves = jax.tree.leaves(state, is_leaf=is_scaled_leaf)
+    total = 0
+    for leaf in leaves:
+        parts = (leaf.data, leaf.scale) if isinstance(leaf, ScaledArray) else (leaf,)
+        total += sum(int(np.asarray(p).nbytes) for p in parts if p is not None)
+    return total
+
+
+def all_finite(state: Any) -> bool:
+    leaves = jax.tree.leaves(state, is_leaf=is_scaled_leaf)
+    for leaf in leaves:
+        parts = (leaf.data, leaf.scale) if isinstance(leaf, ScaledArray) else (leaf,)
+        for part in parts:
+            array = np.asarray(part)
+            if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+                return False
+    return True
