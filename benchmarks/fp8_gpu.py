@@ -54,7 +54,12 @@ from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import DEFAULT_PIPELINE
 from scalify_hlo.runner import compile_module, run_executable
-from scalify_hlo.signature import entry_signature, join_outputs, split_inputs
+from scalify_hlo.signature import (
+    entry_signature,
+    input_data_dtypes,
+    join_outputs,
+    split_inputs,
+)
 
 F8_GEMM = "__cublas$lt$matmul$f8"
 OTHER_GEMMS = ("__cublas$lt$matmul", "__cublas$gemm")
@@ -168,7 +173,8 @@ class Step:
 def scaled_inputs(step: Step) -> tuple[Any, list[np.ndarray]]:
     signature = entry_signature(step.text)
     leaves = [np.asarray(x) for x in jax.tree.leaves(step.args)]
-    return signature, split_inputs(signature, leaves, data_dtype=np.float16)
+    dtypes = input_data_dtypes(signature, entry_signature(step.rewritten))
+    return signature, split_inputs(signature, leaves, data_dtype=dtypes)
 
 
 def run_gpu(step: Step, args: argparse.Namespace) -> dict[str, Any]:

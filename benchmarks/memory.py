@@ -13,7 +13,12 @@ pass, intermediates). Variants:
 
 * original: the exported f32 step;
 * scalify-f16: ``inline,scalify{data-dtype=f16},simplify``;
-* scalify-fp8: ``DEFAULT_PIPELINE`` (f16 data, FP8 operands for eligible dots).
+* scalify-fp8: ``DEFAULT_PIPELINE`` (f16 data, FP8 operands for eligible dots);
+* scalify-f16-bf16sq: f16 data with squares (Adam's second moment) in bf16, not f32.
+
+With f16 data, Adam's second moment is kept in f32 by default (``square-dtype=auto``: f16
+cannot hold the squares of gradients spanning more than 12 binades), so the state is 2/3 of
+f32's bytes; ``square-dtype=bf16`` keeps it at 16 bits.
 
 The argument bytes are also split, from the entry signatures, into state (parameters and
 optimizer state: the leaves of the step's first two arguments, their scales included) and
@@ -64,7 +69,9 @@ from scalify_hlo.runner import compile_module
 from scalify_hlo.signature import EntrySignature, entry_signature
 
 MAX_ARGUMENT_RATIO = 0.55
-VARIANTS = {"original": None, "scalify-f16": SCALIFY_F16, "scalify-fp8": DEFAULT_PIPELINE}
+SCALIFY_F16_BF16_SQUARES = "inline,scalify{data-dtype=f16 square-dtype=bf16},simplify"
+VARIANTS = {"original": None, "scalify-f16": SCALIFY_F16, "scalify-fp8": DEFAULT_PIPELINE,
+            "scalify-f16-bf16sq": SCALIFY_F16_BF16_SQUARES}
 STATS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
          "temp_size_in_bytes", "generated_code_size_in_bytes")
 
@@ -183,7 +190,10 @@ def doc_section(result: dict[str, Any]) -> str:
     return "\n".join([
         "`python benchmarks/memory.py`. XLA's `get_compiled_memory_stats()` of each step "
         f"compiled on {result['environment']['platform']}: the f32 original, "
-        f"*scalify-f16* (`{SCALIFY_F16}`) and *scalify-fp8* (`DEFAULT_PIPELINE`). *x*: ratio "
+        f"*scalify-f16* (`{SCALIFY_F16}`), *scalify-fp8* (`DEFAULT_PIPELINE`) and "
+        f"*scalify-f16-bf16sq* (`{SCALIFY_F16_BF16_SQUARES}`): with f16 data the default "
+        "keeps Adam's second moment in f32 (`square-dtype=auto`, see how-it-works.md), so "
+        "only the last stays at 16 bits. *x*: ratio "
         "to the original. *state*: argument bytes of the parameters and Adam state (the "
         "step's first two arguments) from the entry signature, their f32 scales included "
         "(*scales B*: bytes of scales); the rest of the arguments is the batch (int32 tokens "

@@ -14,6 +14,7 @@ regenerated from all saved runs, so a long benchmark can be stopped and resumed 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import math
 import sys
@@ -44,12 +45,15 @@ def load_runs(task: str) -> dict[str, Any]:
 
 
 def save_run(task: str, setup: dict[str, Any], result: RunResult) -> None:
-    payload = load_runs(task)
-    if payload.get("setup") != setup:  # a different configuration: start the file again
-        payload = {"setup": setup, "runs": {}}
-    payload["environment"] = environment()
-    payload["runs"][result.mode] = result.as_dict()
-    write_json(results_path(task), payload)
+    """Add one run to the task's JSON (locked: modes may run in parallel processes)."""
+    with open(results_path(task).with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        payload = load_runs(task)
+        if payload.get("setup") != setup:  # a different configuration: start the file again
+            payload = {"setup": setup, "runs": {}}
+        payload["environment"] = environment()
+        payload["runs"][result.mode] = result.as_dict()
+        write_json(results_path(task), payload)
 
 
 def as_result(data: dict[str, Any]) -> RunResult:
@@ -192,7 +196,9 @@ def main() -> None:
             save_run(task_name, setup, result)
             print(f"{task_name} {name}: {result.final} train {result.final_train_loss():.4f} "
                   f"{result.steps_per_second:.2f} steps/s finite {result.finite}", flush=True)
-            write_doc()
+            with open(results_path(task_name).with_suffix(".lock"), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                write_doc()
     print(DOC.read_text())
 
 

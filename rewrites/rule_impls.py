@@ -304,7 +304,7 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     scalar = splat_scalar(attr)  # a splat is never materialized at its full shape
     values = np.array([scalar]) if scalar is not None else read_dense(attr).astype(np.float64)
     data_type = scope.data_type(result.type)
-    exp = pow2_exponent_of_array(values, str(scope.state.data_dtype))
+    exp = pow2_exponent_of_array(values, str(scope.current_data_dtype()))
     any_scale = bool(np.all((values == 0) | ~np.isfinite(values)))
     if scalar is not None:
         data = scope.emit.splat(float(_divided(values, exp)[0]), data_type)
@@ -330,7 +330,7 @@ def rule_convert(scope: Scope, op: ir.Operation) -> None:
         return
     x = scope.scaled(source)
     target = element_type(result)
-    data_dtype = scope.state.data_dtype
+    data_dtype = scope.current_data_dtype()
     if target == data_dtype or str(target) == "f32" or target == element_type(source):
         scope.set(result, x)
         return
@@ -383,7 +383,7 @@ def rule_while(scope: Scope, op: ir.Operation) -> None:
 def rule_case(scope: Scope, op: ir.Operation) -> None:
     """Every branch returns (data, scale) pairs; the results carry runtime scales."""
     index = scope.plain(op.operands[0])
-    types = scope.flat_types([r.type for r in op.results])
+    types = scope.flat_types(list(op.results))
     new = scope.emit.op(op.name, [index], types, attributes_of(op), regions=len(op.regions))
     for old_region, new_region in zip(op.regions, new.regions, strict=True):
         block = new_region.blocks.append()

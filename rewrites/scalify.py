@@ -18,6 +18,7 @@ from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_func
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, ScalifyState, Scope
+from scalify_hlo.rewrites.square_values import square_values
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.symbols import entry_function
@@ -64,13 +65,18 @@ def _scale_location(loc: ir.Location) -> ir.Location:
 class SignatureSplit:
     """How the entry function's arguments and results map to the flattened signature."""
 
-    def __init__(self, func: ir.Operation, scope_type) -> None:
+    def __init__(self, func: ir.Operation, scope: Scope) -> None:
         function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
         self.inputs = list(function_type.inputs)
         self.results = list(function_type.results)
+        block = func.regions[0].blocks[0]
+        returned = _returned_values(block)
+        self.input_data_types = [scope.data_type_of(a) for a in block.arguments]
+        self.result_data_types = ([scope.data_type_of(v) for v in returned]
+                                  if returned is not None else
+                                  [scope.data_type(t) for t in self.results])
         self.arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
         self.res_attrs = func.attributes["res_attrs"] if "res_attrs" in func.attributes else None
-        self.data_type = scope_type
         self.result_positions: list[int] = []
         position = 0
         for t in self.results:
@@ -78,15 +84,16 @@ class SignatureSplit:
             position += 2 if is_scalable_type(t) else 1
 
     def new_inputs(self) -> list[ir.Type]:
-        return self._flat(self.inputs)
+        return self._flat(self.inputs, self.input_data_types)
 
     def new_results(self) -> list[ir.Type]:
-        return self._flat(self.results)
+        return self._flat(self.results, self.result_data_types)
 
-    def _flat(self, types: list[ir.Type]) -> list[ir.Type]:
+    @staticmethod
+    def _flat(types: list[ir.Type], data_types: list[ir.Type]) -> list[ir.Type]:
         flat: list[ir.Type] = []
-        for t in types:
-            flat.append(self.data_type(t))
+        for t, data_type in zip(types, data_types, strict=True):
+            flat.append(data_type)
             if is_scalable_type(t):
                 flat.append(ir.RankedTensorType.get([], ir.F32Type.get()))
         return flat
@@ -128,7 +135,7 @@ def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
     """Replace ``func`` by its scaled version (same name, flattened signature)."""
     old_block = func.regions[0].blocks[0]
     probe = Scope(state, old_block)
-    split = SignatureSplit(func, probe.data_type)
+    split = SignatureSplit(func, probe)
     attributes = {name: func.attributes[name] for name in func.attributes}
     attributes["function_type"] = ir.TypeAttr.get(
         ir.FunctionType.get(split.new_inputs(), split.new_results()))
@@ -159,6 +166,22 @@ def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
     func.erase()
 
 
+def _returned_values(block: ir.Block) -> list[ir.Value] | None:
+    ops = list(block.operations)
+    if ops and ops[-1].operation.name == "func.return":
+        return list(ops[-1].operation.operands)
+    return None
+
+
+def resolve_square_dtype(raw: str, data_dtype: str) -> str | None:
+    """``auto``: f32 for squares when the data is f16 (the only data type whose exponent range
+    is too narrow for them), else none (squares use the data type)."""
+    if raw == "auto":
+        return "f32" if data_dtype == "f16" else None
+    name = data_dtype_name(raw)
+    return None if name == data_dtype else name
+
+
 def data_dtype_name(raw: str) -> str:
     name = _DTYPE_ALIASES.get(raw, raw)
     if name not in DATA_DTYPES:
@@ -174,7 +197,7 @@ def resolve_common_scale_rule(rule: str, data_dtype: str) -> str:
 
 
 def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: PassContext,
-                   common_scale: str = "auto") -> None:
+                   common_scale: str = "auto", square_dtype: str = "auto") -> None:
     context.bump("inline.calls-inlined", inline_calls(module))
     remove_unused_private_functions(module)
     dtype = data_dtype_name(data_dtype)
@@ -187,12 +210,18 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
         fallback=rule_impls.rule_fallback,
         clone=rule_impls.rule_unscaled,
     )
-    scalify_function(entry_function(module), state)
+    func = entry_function(module)
+    wide = resolve_square_dtype(square_dtype, dtype)
+    if wide is not None:
+        state.wide = square_values(func)
+        state.wide_dtype = float_type(wide)
+        context.bump("scalify.square-values", len(state.wide))
+    scalify_function(func, state)
 
 
 def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
     scalify_module(module, options["data-dtype"], options["strict"], context,
-                   options["common-scale"])
+                   options["common-scale"], options["square-dtype"])
 
 
 SCALIFY = register(PassInfo(
@@ -208,5 +237,9 @@ SCALIFY = register(PassInfo(
         Option("common-scale", str, "auto", "scale that add, select, concatenate... bring "
                "their operands to when runtime scales differ: max, first (operand's), or auto "
                "(max for f16 data, first otherwise)", choices=("auto", "max", "first")),
+        Option("square-dtype", str, "auto", "data type of squares and of what they are added "
+               "to (Adam's second moment): f16 cannot hold the square of a tensor whose entries "
+               "span more than 12 binades; auto: f32 for f16 data, else the data type",
+               choices=("auto",) + DATA_DTYPES + tuple(_DTYPE_ALIASES)),
     ),
 ))

@@ -18,6 +18,7 @@ from scalify_hlo.rewrites.emitter import (
     is_ranked_tensor,
     is_scalable_type,
     scalar_type,
+    splat_scalar,
     with_element_type,
 )
 from scalify_hlo.rewrites.registry import PassContext
@@ -57,6 +58,28 @@ class ScalifyState:
     fallback: Callable[[Scope, ir.Operation], None]
     clone: Callable[[Scope, ir.Operation], None]
     reported: set[str] = field(default_factory=set)
+    # Values of the original program that hold squares (see square_values.py) and the data
+    # type they get; None: every value uses data_dtype.
+    wide: set[ir.Value] = field(default_factory=set)
+    wide_dtype: ir.Type | None = None
+    # The data type of the op being rewritten: its operands are read in it, its results made
+    # in it (None outside an op: values keep their own type).
+    current_dtype: ir.Type | None = None
+
+    def dtype_of(self, old: ir.Value) -> ir.Type:
+        """The data type of an original float value in the rewritten program."""
+        if self.wide_dtype is not None and old in self.wide:
+            return self.wide_dtype
+        return self.data_dtype
+
+    def op_dtype(self, op: ir.Operation) -> ir.Type:
+        """Wide if any float operand or result of ``op`` is wide: an op computes in the wider
+        type of what it touches, so a square is formed, and its sqrt taken, in it."""
+        if self.wide_dtype is not None:
+            for value in (*op.operands, *op.results):
+                if value in self.wide:
+                    return self.wide_dtype
+        return self.data_dtype
 
     def report_fallback(self, op: ir.Operation, why: str) -> None:
         where = short_location(op.location)
@@ -67,6 +90,20 @@ class ScalifyState:
         self.context.warn(message)
 
 
+def _splat_constant_value(old: ir.Value) -> float | None:
+    """The value of a splat float constant, or of a broadcast of a rank-0 constant."""
+    owner = old.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if not isinstance(owner, ir.Operation):
+        return None
+    if owner.name == "stablehlo.broadcast_in_dim":
+        return _splat_constant_value(owner.operands[0])
+    if owner.name == "stablehlo.constant":
+        return splat_scalar(owner.attributes["value"])
+    return None
+
+
 class Scope:
     def __init__(self, state: ScalifyState, block: ir.Block, parent: Scope | None = None):
         self.state = state
@@ -75,6 +112,7 @@ class Scope:
         self.values: dict[ir.Value, Mapped] = {}
         self._materialized: dict[Scale, ir.Value] = {}
         self._unscaled: dict[ir.Value, ir.Value] = {}
+        self._converted: dict[tuple[ir.Value, str], ir.Value] = {}
         self.emit = Emitter(ir.InsertionPoint(block), ir.Location.unknown())
 
     # ----- the value map -------------------------------------------------------------
@@ -97,10 +135,27 @@ class Scope:
         return isinstance(self.get(old), Scaled)
 
     def scaled(self, old: ir.Value) -> Scaled:
+        """The (data, scale) of a float operand, its data in the current op's data type."""
         found = self.get(old)
         if not isinstance(found, Scaled):
             raise RewriteError(f"{short_location(self.emit.loc)}: expected a floating value")
-        return found
+        target = self.state.current_dtype
+        if target is None or element_type(found.data) == target:
+            return found
+        key = (old, str(target))
+        data = self._converted.get(key)
+        if data is None:
+            value = _splat_constant_value(old)
+            if value is not None and found.scale.is_static:
+                # A constant is made again in the wider type, not widened from f16: Adam's
+                # 0.999 is 0.99902 in f16, which moves 1 - b2 by 2.5%.
+                with np.errstate(over="ignore", under="ignore"):
+                    split = float(np.float64(value) / 2.0 ** found.scale.exp)
+                data = self.emit.splat(split, with_element_type(found.data.type, target))
+            else:
+                data = self.emit.convert(found.data, target)
+            self._converted[key] = data
+        return Scaled(data, found.scale, found.any_scale)
 
     def set(self, old: ir.Value, new: Mapped) -> None:
         self.values[old] = new
@@ -259,6 +314,9 @@ class Scope:
         self._unscaled[old] = result
         return result
 
+    def current_data_dtype(self) -> ir.Type:
+        return self.state.current_dtype or self.state.data_dtype
+
     def encode(self, value: ir.Value, scale: Scale | None = None) -> Scaled:
         """A value of the original program as data in the data dtype with a static scale."""
         scale = scale or Scale()
@@ -266,14 +324,22 @@ class Scope:
         if scale.exp != 0:
             data = self.emit.scale_tensor_static(self.emit.convert(value, ir.F32Type.get()),
                                                  -scale.exp)
-        return Scaled(self.emit.convert(data, self.state.data_dtype), scale)
+        return Scaled(self.emit.convert(data, self.current_data_dtype()), scale)
 
     def data_type(self, t: ir.Type) -> ir.Type:
-        """The type a value of type ``t`` has in the rewritten program (its data half)."""
+        """The type a value of type ``t`` has in the rewritten program (its data half), in
+        the current op's data type."""
         if is_scalable_type(t):
             self.check_static(t)
-            return with_element_type(t, self.state.data_dtype)
+            return with_element_type(t, self.current_data_dtype())
         return t
+
+    def data_type_of(self, old: ir.Value) -> ir.Type:
+        """The data type of the original value ``old`` in the rewritten program."""
+        if is_scalable_type(old.type):
+            self.check_static(old.type)
+            return with_element_type(old.type, self.state.dtype_of(old))
+        return old.type
 
     def check_static(self, t: ir.Type) -> None:
         if is_ranked_tensor(t) and not ir.RankedTensorType(t).has_static_shape:
@@ -318,7 +384,7 @@ class Scope:
         factor = emit.op("stablehlo.select", [usable, rounded, emit.splat(1.0, scalar)],
                          [scalar]).result
         inverse = emit.binary("stablehlo.divide", emit.splat(1.0, scalar), factor)
-        data = emit.convert(emit.scale_tensor(wide, inverse), self.state.data_dtype)
+        data = emit.convert(emit.scale_tensor(wide, inverse), element_type(value.data))
         self.state.context.bump("scalify.rescaled")
         return Scaled(data, value.scale.times(Scale.dynamic(factor)))
 
@@ -339,6 +405,30 @@ class Scope:
         return None
 
     def rewrite_op(self, op: ir.Operation) -> None:
+        saved = self.state.current_dtype
+        self.state.current_dtype = self.state.op_dtype(op)
+        try:
+            self._rewrite_op(op)
+            if self.state.wide_dtype is not None:
+                self._retype_results(op)
+        finally:
+            self.state.current_dtype = saved
+
+    def _retype_results(self, op: ir.Operation) -> None:
+        """Results go on in their own data type (a narrow sqrt of a wide square). Narrowing
+        rescales first (amax): the wide value's static scale says nothing about where its
+        data sits in f16's range (sqrt of a zero-initialized second moment at scale 1)."""
+        for result in op.results:
+            found = self.values.get(result)
+            if isinstance(found, Scaled):
+                target = self.state.dtype_of(result)
+                if element_type(found.data) != target:
+                    if not found.any_scale and target == self.state.data_dtype:
+                        found = self.rescale(found, "amax:nearest")
+                    self.set(result, Scaled(self.emit.convert(found.data, target), found.scale,
+                                            found.any_scale))
+
+    def _rewrite_op(self, op: ir.Operation) -> None:
         self.emit = self.emit.at(op.location)
         for result in op.results:
             if is_ranked_tensor(result.type):
@@ -371,11 +461,12 @@ class Scope:
                 flat.append(found)
         return flat
 
-    def flat_types(self, types: Sequence[ir.Type]) -> list[ir.Type]:
+    def flat_types(self, olds: Sequence[ir.Value]) -> list[ir.Type]:
+        """The flattened types of original values: (data, scale) for floats."""
         flat: list[ir.Type] = []
-        for t in types:
-            flat.append(self.data_type(t))
-            if is_scalable_type(t):
+        for old in olds:
+            flat.append(self.data_type_of(old))
+            if is_scalable_type(old.type):
                 flat.append(self.scale_type())
         return flat
 

@@ -218,6 +218,18 @@ class ScaledStep:
                 position += 1
         return jax.tree.unflatten(self._out_tree, outputs)
 
+    def scale_args(self, *args: Any) -> tuple[Any, ...]:
+        """``args`` as the compiled step takes them: every floating leaf a ``ScaledArray`` in
+        the data type of its argument (f16, or f32 where the rewrite keeps squares wide, such
+        as Adam's second moment). Start training state this way and the step's outputs have
+        the same types as its inputs, so ``jax.jit`` does not compile a second time."""
+        self._check(args)
+        leaves = jax.tree.leaves(args, is_leaf=is_scaled_leaf)
+        converted = [as_scaled(leaf, dtype) if spec.scaled else leaf
+                     for leaf, spec, dtype in zip(leaves, self._in_specs, self._data_dtypes,
+                                                  strict=True)]
+        return tuple(jax.tree.unflatten(self._in_tree, converted))
+
     # ----- inspection ---------------------------------------------------------------------
     def report(self) -> Report:
         return self._report

@@ -202,14 +202,52 @@ def scaled_signature(original: EntrySignature, data_dtype: str) -> EntrySignatur
     return EntrySignature(expand(original.inputs), expand(original.results))
 
 
-def scaled_data_dtype(original: EntrySignature, candidate: EntrySignature) -> str | None:
-    """The data dtype if ``candidate`` is the scaled form of ``original``, else None."""
+def _scaled_match(specs: tuple[TensorSpec, ...],
+                  flat: tuple[TensorSpec, ...]) -> list[str | None] | None:
+    """Per spec, the data dtype of its (data, scale) pair in ``flat`` (None: unscaled), or
+    None when ``flat`` is not ``specs`` in the scaled convention."""
+    dtypes: list[str | None] = []
+    position = 0
+    for spec in specs:
+        if spec.is_scaled:
+            if position + 2 > len(flat):
+                return None
+            data, scale = flat[position], flat[position + 1]
+            if (data.shape != spec.shape or data.element not in _DATA_DTYPES
+                    or scale != TensorSpec((), "f32")):
+                return None
+            dtypes.append(data.element)
+            position += 2
+        else:
+            if position >= len(flat) or flat[position] != spec:
+                return None
+            dtypes.append(None)
+            position += 1
+    return dtypes if position == len(flat) else None
+
+
+def scaled_data_dtypes(original: EntrySignature,
+                       candidate: EntrySignature) -> tuple[str | None, ...] | None:
+    """Per input of ``original``, the data dtype ``candidate`` takes it in (None for unscaled
+    inputs), if ``candidate`` is the scaled form of ``original``; else None. Data dtypes may
+    differ between inputs (f32 for Adam's second moment next to f16 elsewhere)."""
     if candidate == original:
         return None
-    for dtype in _DATA_DTYPES:
-        if scaled_signature(original, dtype) == candidate:
-            return dtype
-    return None
+    inputs = _scaled_match(original.inputs, candidate.inputs)
+    results = _scaled_match(original.results, candidate.results)
+    if inputs is None or results is None:
+        return None
+    return tuple(inputs)
+
+
+def scaled_data_dtype(original: EntrySignature, candidate: EntrySignature) -> str | None:
+    """The data dtype(s) if ``candidate`` is the scaled form of ``original`` (``f16``, or
+    ``f16+f32`` when they differ), else None."""
+    dtypes = scaled_data_dtypes(original, candidate)
+    if dtypes is None:
+        return None
+    distinct = sorted({d for d in dtypes if d is not None}) or [_DATA_DTYPES[0]]
+    return "+".join(distinct)
 
 
 @dataclass(frozen=True)
@@ -223,18 +261,17 @@ class Pairing:
     original: EntrySignature
     scaled: int | None = None
     data_dtype: str | None = None
+    input_data_dtypes: tuple[str | None, ...] = ()
 
 
 def pair_signatures(a: LoadedModule, b: LoadedModule) -> Pairing:
     """Relate two modules' entry signatures; raises InputError when they cannot be compared."""
     if a.signature == b.signature:
         return Pairing(a.signature)
-    dtype = scaled_data_dtype(a.signature, b.signature)
-    if dtype is not None:
-        return Pairing(a.signature, 1, dtype)
-    dtype = scaled_data_dtype(b.signature, a.signature)
-    if dtype is not None:
-        return Pairing(b.signature, 0, dtype)
+    for original, scaled, side in ((a.signature, b.signature, 1), (b.signature, a.signature, 0)):
+        dtypes = scaled_data_dtypes(original, scaled)
+        if dtypes is not None:
+            return Pairing(original, side, scaled_data_dtype(original, scaled), dtypes)
     raise InputError(f"incompatible entry signatures: {_first_difference(a, b)}; neither "
                      f"module is the other or its scaled rewrite")
 
@@ -272,9 +309,10 @@ def run_pair(pairing: Pairing, modules: tuple[LoadedModule, LoadedModule],
     outputs = []
     for side, module in enumerate(modules):
         if side == pairing.scaled:
-            dtype = ELEMENT_DTYPES[pairing.data_dtype]
+            dtypes = [ELEMENT_DTYPES[d] if d is not None else None
+                      for d in pairing.input_data_dtypes]
             raw = run_module(module.text,
-                             split_inputs(pairing.original, inputs, data_dtype=dtype))
+                             split_inputs(pairing.original, inputs, data_dtype=dtypes))
             outputs.append(join_outputs(pairing.original, raw))
         else:
             outputs.append(run_module(module.text, list(inputs)))

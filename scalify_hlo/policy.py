@@ -34,6 +34,10 @@ class Policy:
         through a deep backward pass: 2^20 in a 4-layer transformer), nowhere for f32/bf16.
     rescale_method: amax (the largest magnitude) or rms, rounded to a power of two.
     scale_rounding: nearest power of two, or up (data magnitudes stay <= the statistic).
+    square_dtype: data type of squares and what they are added to (Adam's second moment):
+        auto (float32 for f16 data, else the data type), float32, bfloat16 or float16. f16
+        cannot hold the square of a tensor whose entries span more than 12 binades; bfloat16
+        keeps memory at 16 bits but rounds the moving average coarsely.
     """
 
     data_dtype: str = "float16"
@@ -45,6 +49,7 @@ class Policy:
     rescale_at: tuple[str, ...] | None = None
     rescale_method: str = "amax"
     scale_rounding: str = "nearest"
+    square_dtype: str = "auto"
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
@@ -66,6 +71,9 @@ class Policy:
             raise ScalifyError(f"unknown rescale method '{self.rescale_method}' (amax or rms)")
         if self.scale_rounding not in SCALE_ROUNDINGS:
             raise ScalifyError(f"unknown scale rounding '{self.scale_rounding}' (nearest or up)")
+        if self.square_dtype != "auto" and self.square_dtype not in DATA_DTYPES:
+            raise ScalifyError(f"unsupported square_dtype '{self.square_dtype}' "
+                               f"(use auto, float32, bfloat16 or float16)")
         if self.min_dot_size < 0:
             raise ScalifyError("min_dot_size must be >= 0")
 
@@ -74,7 +82,9 @@ class Policy:
         if self.rescale_at:
             passes.append(f"rescale{{at={','.join(self.rescale_at)} "
                           f"method={self.rescale_method} rounding={self.scale_rounding}}}")
-        passes.append(f"scalify{{data-dtype={DATA_DTYPES[self.data_dtype]}}}")
+        square = ("" if self.square_dtype == "auto"
+                  else f" square-dtype={DATA_DTYPES[self.square_dtype]}")
+        passes.append(f"scalify{{data-dtype={DATA_DTYPES[self.data_dtype]}{square}}}")
         if self.fp8_dots:
             options = [f"forward-format={FP8_FORMATS[self.forward_format]}",
                        f"gradient-format={FP8_FORMATS[self.gradient_format]}"]

@@ -91,10 +91,12 @@ def pow2_scale_of(x: np.ndarray, data_dtype: np.dtype | None = None) -> np.float
 
 def split_inputs(original: EntrySignature, inputs: Sequence[np.ndarray],
                  scales: Sequence[float | None] | None = None,
-                 data_dtype: np.dtype | None = None) -> list[np.ndarray]:
+                 data_dtype: np.dtype | Sequence[np.dtype | None] | None = None
+                 ) -> list[np.ndarray]:
     """Flatten original inputs into the scaled convention: floats become (x / s, s).
 
-    ``scales`` gives one power of two per input (None or missing: from the RMS).
+    ``scales`` gives one power of two per input (None or missing: from the RMS);
+    ``data_dtype`` one dtype for all data, or one per input (see ``input_data_dtypes``).
     """
     if len(inputs) != len(original.inputs):
         raise ScalifyError(f"expected {len(original.inputs)} inputs, got {len(inputs)}")
@@ -105,10 +107,28 @@ def split_inputs(original: EntrySignature, inputs: Sequence[np.ndarray],
             flat.append(x.astype(spec.dtype, copy=False))
             continue
         scale = scales[index] if scales is not None and index < len(scales) else None
-        scale = pow2_scale_of(x, data_dtype) if scale is None else np.float32(scale)
-        data = (x.astype(np.float64) / np.float64(scale)).astype(data_dtype or np.float32)
+        dtype = (data_dtype[index] if isinstance(data_dtype, (list, tuple))
+                 else data_dtype)
+        scale = pow2_scale_of(x, dtype) if scale is None else np.float32(scale)
+        data = (x.astype(np.float64) / np.float64(scale)).astype(dtype or np.float32)
         flat += [data, np.asarray(scale, dtype=np.float32)]
     return flat
+
+
+def input_data_dtypes(original: EntrySignature, scaled: EntrySignature) -> list[np.dtype | None]:
+    """Per original input, the numpy dtype of its data in the ``scaled`` module's signature
+    (None for unscaled inputs): what ``split_inputs`` needs for a module whose data types
+    differ between inputs."""
+    dtypes: list[np.dtype | None] = []
+    position = 0
+    for spec in original.inputs:
+        if spec.is_scaled:
+            dtypes.append(np.dtype(ELEMENT_DTYPES[scaled.inputs[position].element]))
+            position += 2
+        else:
+            dtypes.append(None)
+            position += 1
+    return dtypes
 
 
 def join_outputs(original: EntrySignature, raw: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -23,7 +23,12 @@ from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import DEFAULT_PIPELINE, Policy
 from scalify_hlo.runner import run_module
-from scalify_hlo.signature import entry_signature, join_outputs, split_inputs
+from scalify_hlo.signature import (
+    entry_signature,
+    input_data_dtypes,
+    join_outputs,
+    split_inputs,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESCALE_PIPELINE = "inline,rescale{at=gradients,outputs},scalify{data-dtype=f16},fp8-dots,simplify"
@@ -68,7 +73,8 @@ def _rewrite_and_run(step: Step, pipeline: str) -> Rewritten:
     assert result.output is not None
     text = result.output.decode()
     signature = entry_signature(step.text)
-    raw = run_module(text, split_inputs(signature, step.inputs, data_dtype=np.float16))
+    dtypes = input_data_dtypes(signature, entry_signature(text))
+    raw = run_module(text, split_inputs(signature, step.inputs, data_dtype=dtypes))
     return Rewritten(result, text, join_outputs(signature, raw))
 
 
@@ -416,7 +422,8 @@ def test_golden_fp8_modules_run_on_xla_cpu(path: Path) -> None:
             text = result.output.decode()
             if "scalify" in pipeline:
                 scaled = split_inputs(signature, inputs, [1.0] * len(inputs),
-                                      data_dtype=np.float16)
+                                      data_dtype=input_data_dtypes(signature,
+                                                                   entry_signature(text)))
                 got = join_outputs(signature, run_module(text, scaled))
             else:
                 got = run_module(text, inputs)

@@ -7,7 +7,12 @@ from step_helpers import assert_close_per_tensor
 
 from scalify_hlo.api import rewrite_text
 from scalify_hlo.runner import run_module
-from scalify_hlo.signature import entry_signature, join_outputs, split_inputs
+from scalify_hlo.signature import (
+    entry_signature,
+    input_data_dtypes,
+    join_outputs,
+    split_inputs,
+)
 
 # x ~ 1e9, w ~ 1e-9, s ~ 1e-9: dot products, products, sums and a sqrt across the range.
 WIDE_RANGE = """
@@ -44,3 +49,58 @@ def test_f16_data_spans_1e_minus_9_to_1e9() -> None:
     got = join_outputs(signature, raw)
     # f16 keeps 11 significant bits: a few roundings of 2^-11 each, plus a 16-term dot.
     assert_close_per_tensor(reference, got, rtol=4e-3)
+
+
+# Adam's second moment and update, as optax writes them, for one parameter tensor.
+ADAM_UPDATE = """
+func.func public @main(%g: tensor<256xf32>, %mu: tensor<256xf32>, %nu: tensor<256xf32>)
+    -> (tensor<256xf32>, tensor<256xf32>, tensor<256xf32>) {
+  %b1 = stablehlo.constant dense<0.9> : tensor<256xf32>
+  %c1 = stablehlo.constant dense<0.1> : tensor<256xf32>
+  %b2 = stablehlo.constant dense<0.999> : tensor<256xf32>
+  %c2 = stablehlo.constant dense<0.001> : tensor<256xf32>
+  %eps = stablehlo.constant dense<1.0e-8> : tensor<256xf32>
+  %m0 = stablehlo.multiply %b1, %mu : tensor<256xf32>
+  %m1 = stablehlo.multiply %c1, %g : tensor<256xf32>
+  %m = stablehlo.add %m0, %m1 : tensor<256xf32>
+  %sq = stablehlo.multiply %g, %g : tensor<256xf32>
+  %v0 = stablehlo.multiply %b2, %nu : tensor<256xf32>
+  %v1 = stablehlo.multiply %c2, %sq : tensor<256xf32>
+  %v = stablehlo.add %v0, %v1 : tensor<256xf32>
+  %root = stablehlo.sqrt %v : tensor<256xf32>
+  %den = stablehlo.add %root, %eps : tensor<256xf32>
+  %u = stablehlo.divide %m, %den : tensor<256xf32>
+  return %u, %m, %v : tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
+}
+"""
+
+
+def _adam_update(pipeline: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    scaled = rewrite_text(ADAM_UPDATE, pipeline)
+    signature = entry_signature(ADAM_UPDATE)
+    dtypes = input_data_dtypes(signature, entry_signature(scaled))
+    return join_outputs(signature, run_module(scaled, split_inputs(signature, inputs,
+                                                                   data_dtype=dtypes)))
+
+
+def test_adam_second_moment_of_gradients_spanning_20_binades() -> None:
+    """Gradients from 2^-20 to 1 times their largest (a sparse input's weights) and exact
+    zeros. In f16 the small squares flush, nu is 0 where mu is not, and mu / eps is far
+    from mu / sqrt(nu) (an MLP on MNIST diverges from it in two steps); with squares in
+    f32 (square-dtype=auto) every update matches f32 Adam, and zero gradients give zero
+    updates, not 0 / 0."""
+    rng = np.random.default_rng(0)
+    g = (rng.choice([-1, 1], 256) * 2.0 ** rng.uniform(-20, 0, 256) * 1e-2).astype(np.float32)
+    g[:16] = 0
+    inputs = [g, np.zeros(256, np.float32), np.zeros(256, np.float32)]
+    reference = run_module(ADAM_UPDATE, inputs)
+    got = _adam_update("scalify{data-dtype=f16},simplify", inputs)
+    for name, want, have in zip(("update", "mu", "nu"), reference, got, strict=True):
+        assert np.all(np.isfinite(have)), name
+        np.testing.assert_allclose(have, want, rtol=2e-3, atol=1e-3 * np.abs(want).max(),
+                                   err_msg=name)
+    assert np.all(got[0][:16] == 0)
+    flushed = _adam_update("scalify{data-dtype=f16 square-dtype=f16},simplify", inputs)
+    nonzero = reference[0] != 0
+    wrong = np.abs(flushed[0] - reference[0])[nonzero] > 0.5 * np.abs(reference[0])[nonzero]
+    assert wrong.sum() >= 5, wrong.sum()  # entries where f16 nu flushed and mu did not

@@ -51,9 +51,10 @@ def test_mlp_scalify_fp8_trains_like_fp32(mlp_runs: dict[str, RunResult]) -> Non
     assert acc["scalify-fp8"] > 0.8 and abs(acc["scalify-fp8"] - acc["fp32"]) < 0.05, acc
 
 
-def test_mlp_scaled_state_is_half_the_bytes(mlp_runs: dict[str, RunResult]) -> None:
+def test_mlp_scaled_state_bytes(mlp_runs: dict[str, RunResult]) -> None:
+    """f16 weights and first moment, f32 second moment (squares stay wide): 2/3 of fp32."""
     ratio = mlp_runs["scalify-fp8"].state_bytes / mlp_runs["fp32"].state_bytes
-    assert 0.5 <= ratio < 0.501, ratio
+    assert 2 / 3 <= ratio < 2 / 3 + 0.001, ratio
     assert [e["step"] for e in mlp_runs["fp32"].evals] == [20, 40]
 
 
@@ -97,7 +98,7 @@ def test_smooth_ignores_non_finite() -> None:
 
 def test_text_table_has_every_mode(mlp_runs: dict[str, RunResult]) -> None:
     table = text_table(list(mlp_runs.values()))
-    assert "fp32" in table and "scalify-fp8" in table and "0.500x" in table
+    assert "fp32" in table and "scalify-fp8" in table and "0.667x" in table
 
 
 def _demo(*args: str, cwd: Path) -> subprocess.CompletedProcess:

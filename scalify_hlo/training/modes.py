@@ -19,7 +19,7 @@ import optax
 from scalify_hlo.compile import compile_scaled
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import Policy
-from scalify_hlo.scaled_array import ScaledArray, is_scaled_leaf, scale_tree, unscale_tree
+from scalify_hlo.scaled_array import ScaledArray, is_scaled_leaf, unscale_tree
 
 LossFn = Callable[[Any, Any, Any], jax.Array]
 TrainStep = Callable[..., tuple[Any, Any, jax.Array]]
@@ -88,9 +88,8 @@ def prepare(mode_: Mode, train_step: TrainStep, params: Any, opt_state: Any,
         return PreparedStep(jax.jit(train_step, donate_argnums=(0, 1)), (params, opt_state),
                             None)
     step = compile_scaled(train_step, params, opt_state, x, y, policy=mode_.policy)
-    data_dtype = np.dtype(mode_.policy.data_dtype)
-    state = jax.device_put((scale_tree(params, data_dtype), scale_tree(opt_state, data_dtype)),
-                           device)
+    scaled_params, scaled_opt_state, _, _ = step.scale_args(params, opt_state, x, y)
+    state = jax.device_put((scaled_params, scaled_opt_state), device)
     return PreparedStep(step, state, str(step.report()))
 
 

@@ -1,0 +1,150 @@
+"""Which values of the original program hold squares, and so need a wide data type.
+
+With f16 data a tensor lives in f16's range around its one scale: about 2^-24..2^15 times
+the scale. Squaring doubles every exponent, so the square of a tensor whose entries span more
+than 12 binades cannot be held: its small entries flush to zero. Adam's second moment is the
+case that matters: where ``nu`` flushes and ``mu`` does not, ``mu / (sqrt(nu) + eps)`` is
+``mu / eps``, an update thousands of times too large (an MLP on MNIST diverges in a few
+steps). The values that need the wide type are the squares (``multiply(x, x)``) and everything
+they are added to, selected with, reshaped into or carried through a loop with, up to the next
+op that combines them with other tensors (a reduction, a product or quotient of two tensors):
+Adam's ``nu`` state, its bias correction and ``sqrt(nu_hat) + eps``, but not the update
+``mu / (sqrt(nu_hat) + eps)``, which the op computes in the wide type and hands on in f16.
+
+This is a union-find over the values of the original function: ops that keep the range of
+their operands (add, select, reshape, a product with a broadcast scalar, ...) join their
+results and operands into one class, and a class that holds a square is wide.
+"""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+from scalify_hlo.rewrites.emitter import is_ranked_tensor, is_scalable_type, splat_scalar
+
+# Ops whose float results keep the range of every float operand.
+_SAME_RANGE = {
+    "stablehlo.add", "stablehlo.subtract", "stablehlo.maximum", "stablehlo.minimum",
+    "stablehlo.negate", "stablehlo.abs", "stablehlo.convert", "stablehlo.reshape",
+    "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
+    "stablehlo.reverse", "stablehlo.copy", "stablehlo.concatenate", "stablehlo.pad",
+    # Not range-keeping, but where Adam adds eps: sqrt(nu) + eps must stay wide, or eps
+    # (1e-8) flushes next to the largest |g| in f16 and 0 / (0 + eps) is 0 / 0.
+    "stablehlo.sqrt", "stablehlo.rsqrt",
+}
+# Ops that join only some operands (by index) with their results.
+_SOME_OPERANDS = {
+    "stablehlo.select": (1, 2),
+    "stablehlo.clamp": (1,),
+    "stablehlo.dynamic_slice": (0,),
+    "stablehlo.dynamic_update_slice": (0, 1),
+}
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[ir.Value, ir.Value] = {}
+
+    def find(self, value: ir.Value) -> ir.Value:
+        root = value
+        while self.parent.get(root, root) != root:
+            root = self.parent[root]
+        while self.parent.get(value, value) != root:  # path compression
+            self.parent[value], value = root, self.parent[value]
+        return root
+
+    def union(self, a: ir.Value, b: ir.Value) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+
+
+def _is_float(value: ir.Value) -> bool:
+    return is_scalable_type(value.type)
+
+
+def _scalar_like(value: ir.Value) -> bool:
+    """A rank-0 value, a splat constant, or a broadcast of a rank-0 value."""
+    if is_ranked_tensor(value.type) and ir.RankedTensorType(value.type).rank == 0:
+        return True
+    owner = value.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if not isinstance(owner, ir.Operation):
+        return False
+    if owner.name == "stablehlo.broadcast_in_dim":
+        return ir.RankedTensorType(owner.operands[0].type).rank == 0
+    if owner.name == "stablehlo.constant":
+        return splat_scalar(owner.attributes["value"]) is not None
+    return False
+
+
+def square_values(func: ir.Operation) -> set[ir.Value]:
+    """The float values of ``func`` (its body and nested regions) in a class with a square."""
+    sets = _UnionFind()
+    seeds: list[ir.Value] = []
+    floats: list[ir.Value] = []
+
+    def join(a: ir.Value, b: ir.Value) -> None:
+        if _is_float(a) and _is_float(b):
+            sets.union(a, b)
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        name = op.name
+        operands, results = list(op.operands), list(op.results)
+        floats.extend(r for r in results if _is_float(r))
+        if name == "stablehlo.multiply" and len(operands) == 2:
+            if operands[0] == operands[1]:
+                seeds.append(results[0])
+            else:
+                for mine, other in ((operands[0], operands[1]), (operands[1], operands[0])):
+                    if _scalar_like(other):
+                        join(results[0], mine)
+        elif name == "stablehlo.divide" and _scalar_like(operands[1]):
+            join(results[0], operands[0])
+        elif name in _SAME_RANGE:
+            for operand in operands:
+                for result in results:
+                    join(result, operand)
+        elif name in _SOME_OPERANDS:
+            for index in _SOME_OPERANDS[name]:
+                join(results[0], operands[index])
+        elif name == "stablehlo.optimization_barrier":
+            for operand, result in zip(operands, results, strict=True):
+                join(operand, result)
+        elif name == "stablehlo.while":
+            for index, (operand, result) in enumerate(zip(operands, results, strict=True)):
+                join(operand, result)
+                for region in op.regions:
+                    block = region.blocks[0]
+                    join(operand, block.arguments[index])
+                body_return = _terminator(op.regions[1].blocks[0])
+                join(result, body_return.operands[index])
+        elif name in ("stablehlo.case", "stablehlo.if"):
+            for region in op.regions:
+                returned = _terminator(region.blocks[0])
+                for result, value in zip(results, returned.operands, strict=True):
+                    join(result, value)
+        return ir.WalkResult.ADVANCE
+
+    for region in func.regions:
+        for block in region.blocks:
+            floats.extend(a for a in block.arguments if _is_float(a))
+    func.walk(visit)
+    for region in func.regions:  # nested block arguments (loop carries, reducer arguments)
+        _collect_block_arguments(region, floats)
+    wide_roots = {sets.find(seed) for seed in seeds}
+    return {value for value in floats if sets.find(value) in wide_roots}
+
+
+def _terminator(block: ir.Block) -> ir.Operation:
+    ops = list(block.operations)
+    return ops[-1].operation
+
+
+def _collect_block_arguments(region: ir.Region, out: list[ir.Value]) -> None:
+    for block in region.blocks:
+        for op in block.operations:
+            for inner in op.operation.regions:
+                for inner_block in inner.blocks:
+                    out.extend(a for a in inner_block.arguments if _is_float(a))
+                _collect_block_arguments(inner, out)

@@ -1,0 +1,68 @@
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16},simplify' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file \
+// RUN:   --pipeline 'scalify{data-dtype=f16 square-dtype=f16},simplify' | filecheck %s --check-prefix F16
+
+// Squares keep f32 data when the data dtype is f16 (square-dtype=auto): f16 cannot hold the
+// square of a tensor whose entries span more than 12 binades. What the square is added to
+// (Adam's second moment, an argument and a result here) is f32 too, and constants that meet
+// it are made in f32 (0.999, not f16's 0.99902).
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    (%arg0: tensor<4xf16>, %arg1: tensor<f32>, %arg2: tensor<4xf32>, %arg3: tensor<f32>)
+// CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
+// CHECK-DAG:     stablehlo.constant dense<1.998000e+00> : tensor<4xf32>
+// CHECK-DAG:     [[G:%.*]] = stablehlo.convert %arg0 : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         stablehlo.multiply [[G]], [[G]] : tensor<4xf32>
+// CHECK:         [[SUM:%.*]] = stablehlo.add {{.*}} : tensor<4xf32>
+// CHECK:         return [[SUM]], {{.*}} : tensor<4xf32>, tensor<f32>
+
+// F16-LABEL: func.func public @main
+// F16-SAME:    (%arg0: tensor<4xf16>, %arg1: tensor<f32>, %arg2: tensor<4xf16>, %arg3: tensor<f32>)
+// F16-SAME:    -> (tensor<4xf16>, tensor<f32>)
+// F16:         stablehlo.multiply %arg0, %arg0 : tensor<4xf16>
+func.func public @main(%g: tensor<4xf32>, %nu: tensor<4xf32>) -> tensor<4xf32> {
+  %b = stablehlo.constant dense<0.999> : tensor<4xf32>
+  %c = stablehlo.constant dense<1.000000e-03> : tensor<4xf32>
+  %0 = stablehlo.multiply %g, %g : tensor<4xf32>
+  %1 = stablehlo.multiply %c, %0 : tensor<4xf32>
+  %2 = stablehlo.multiply %b, %nu : tensor<4xf32>
+  %3 = stablehlo.add %2, %1 : tensor<4xf32>
+  return %3 : tensor<4xf32>
+}
+
+// -----
+
+// The Adam update: sqrt(nu) + eps stays f32 (in f16, eps = 1e-8 flushes next to the largest
+// |g| and 0 / (0 + eps) is NaN); the division runs in f32 and its result, which is not a
+// square, goes on in f16 after an amax rescale.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    -> (tensor<4xf16>, tensor<f32>, tensor<4xf32>, tensor<f32>)
+// CHECK:         [[ROOT:%.*]] = stablehlo.sqrt {{.*}} : tensor<4xf32>
+// CHECK:         [[DEN:%.*]] = stablehlo.add {{.*}} : tensor<4xf32>
+// CHECK:         [[U:%.*]] = stablehlo.divide {{.*}}, [[DEN]] : tensor<4xf32>
+// CHECK:         stablehlo.reduce({{.*}}) applies stablehlo.maximum
+// CHECK:         [[U16:%.*]] = stablehlo.convert {{.*}} : (tensor<4xf32>) -> tensor<4xf16>
+// CHECK:         return [[U16]], {{.*}} : tensor<4xf16>, tensor<f32>, tensor<4xf32>, tensor<f32>
+func.func public @main(%g: tensor<4xf32>, %mu: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %eps = stablehlo.constant dense<1.000000e-08> : tensor<4xf32>
+  %0 = stablehlo.multiply %g, %g : tensor<4xf32>
+  %1 = stablehlo.sqrt %0 : tensor<4xf32>
+  %2 = stablehlo.add %1, %eps : tensor<4xf32>
+  %3 = stablehlo.divide %mu, %2 : tensor<4xf32>
+  return %3, %0 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A square times another tensor is no longer a square: computed in f32, handed on in f16.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    -> (tensor<4xf16>, tensor<f32>)
+// CHECK:         [[P:%.*]] = stablehlo.multiply {{.*}} : tensor<4xf32>
+// CHECK:         stablehlo.convert {{.*}} : (tensor<4xf32>) -> tensor<4xf16>
+func.func public @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %x, %x : tensor<4xf32>
+  %1 = stablehlo.multiply %0, %y : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
