@@ -104,3 +104,15 @@ def test_adam_second_moment_of_gradients_spanning_20_binades() -> None:
     nonzero = reference[0] != 0
     wrong = np.abs(flushed[0] - reference[0])[nonzero] > 0.5 * np.abs(reference[0])[nonzero]
     assert wrong.sum() >= 5, wrong.sum()  # entries where f16 nu flushed and mu did not
+
+
+def test_mixed_data_types_pair_with_the_original() -> None:
+    """``compare`` and ``run`` read each argument's data type from the rewritten signature."""
+    from scalify_hlo.inputs import scaled_data_dtype, scaled_data_dtypes
+
+    original = entry_signature(ADAM_UPDATE)
+    scaled = entry_signature(rewrite_text(ADAM_UPDATE, "scalify{data-dtype=f16},simplify"))
+    assert scaled_data_dtypes(original, scaled) == ("f16", "f16", "f32")
+    assert scaled_data_dtype(original, scaled) == "f16+f32"
+    assert input_data_dtypes(original, scaled) == [np.float16, np.float16, np.float32]
+    assert scaled_data_dtypes(original, original) is None
