@@ -39,10 +39,14 @@ MODES: dict[str, Mode] = {m.name: m for m in (
     Mode("fp32", "plain JAX, f32 everywhere", jnp.float32, None),
     Mode("bf16", "JAX mixed precision: bf16 compute, f32 master weights and Adam state",
          jnp.bfloat16, None),
-    Mode("scalify-f16", "scalify-hlo: f16 data everywhere (weights, Adam state), f16 dots",
+    Mode("scalify-f16", "scalify-hlo: f16 data (weights, Adam's first moment; the second in "
+         "f32), f16 dots",
          jnp.float32, Policy(fp8_dots=False)),
     Mode("scalify-fp8", "scalify-hlo: FP8 dots (E4M3 forward, E5M2 gradients), f16 elsewhere",
          jnp.float32, Policy()),
+    Mode("scalify-f16-bf16sq", "scalify-f16 with Adam's second moment in bf16 (16-bit state; "
+         "the default keeps it in f32)", jnp.float32,
+         Policy(fp8_dots=False, square_dtype="bfloat16")),
 )}
 
 
