@@ -91,6 +91,7 @@ def memory_targets(results: dict[str, RunResult], optimizer: str) -> list[str]:
     base = results.get("fp32")
     lines = []
     for name, note in (("scalify-f16", "second moment in f32, the default"),
+                       ("scalify-f16-sq16", "everything in f16"),
                        ("scalify-f16-bf16sq", "second moment in bf16")):
         r = results.get(name)
         if base and r:
@@ -104,7 +105,7 @@ def gpt_targets(results: dict[str, RunResult]) -> list[str]:
     base = results.get("fp32")
     lines = []
     for name, fraction in (("scalify-fp8", 0.02), ("scalify-f16", 0.01),
-                           ("scalify-f16-bf16sq", 0.01)):
+                           ("scalify-f16-sq16", 0.01), ("scalify-f16-bf16sq", 0.01)):
         r = results.get(name)
         if base and r:
             a, b = r.final["val_loss"], base.final["val_loss"]
@@ -132,7 +133,8 @@ def write_doc() -> None:
         "state live as f16 data + f32 power-of-two scales); `scalify-fp8` adds FP8 dots (E4M3 "
         "forward, E5M2 gradients). With f16 data, squares and what they are added to "
         "(Adam's second moment) keep f32 data by default (`square-dtype=auto`, see "
-        "how-it-works.md); `scalify-f16-bf16sq` stores it in bf16 instead, for 16-bit state. "
+        "how-it-works.md); `scalify-f16-sq16` keeps it in f16 (every value in f16) and "
+        "`scalify-f16-bf16sq` in bf16, for 16-bit state. "
         "Train loss is the mean of the last 50 steps; evaluation "
         "runs the learned weights in the mode's compute dtype (f32 for the scalify modes). "
         "Steps/s are on this machine's CPU, where FP8 and bf16 are emulated (correct, not "

@@ -44,6 +44,9 @@ MODES: dict[str, Mode] = {m.name: m for m in (
          jnp.float32, Policy(fp8_dots=False)),
     Mode("scalify-fp8", "scalify-hlo: FP8 dots (E4M3 forward, E5M2 gradients), f16 elsewhere",
          jnp.float32, Policy()),
+    Mode("scalify-f16-sq16", "scalify-f16 with every value in f16, Adam's second moment "
+         "included (16-bit state; diverges where gradients span more than 12 binades)",
+         jnp.float32, Policy(fp8_dots=False, square_dtype="float16")),
     Mode("scalify-f16-bf16sq", "scalify-f16 with Adam's second moment in bf16 (16-bit state; "
          "the default keeps it in f32)", jnp.float32,
          Policy(fp8_dots=False, square_dtype="bfloat16")),
