@@ -116,3 +116,56 @@ def test_mixed_data_types_pair_with_the_original() -> None:
     assert scaled_data_dtype(original, scaled) == "f16+f32"
     assert input_data_dtypes(original, scaled) == [np.float16, np.float16, np.float32]
     assert scaled_data_dtypes(original, original) is None
+
+
+# Squares carried by a while loop, returned by one branch of an if, summed by a reduce.
+SQUARES_IN_REGIONS = """
+func.func public @main(%g: tensor<8xf32>, %nu: tensor<8xf32>, %p: tensor<i1>)
+    -> (tensor<8xf32>, tensor<8xf32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<3> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %r:2 = stablehlo.while(%v = %nu, %i = %c0) : tensor<8xf32>, tensor<i32>
+  cond {
+    %q = stablehlo.compare LT, %i, %c1, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %q : tensor<i1>
+  } do {
+    %sq = stablehlo.multiply %g, %g : tensor<8xf32>
+    %h = stablehlo.constant dense<0.5> : tensor<8xf32>
+    %a = stablehlo.multiply %h, %v : tensor<8xf32>
+    %b = stablehlo.add %a, %sq : tensor<8xf32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %b, %j : tensor<8xf32>, tensor<i32>
+  }
+  %s = "stablehlo.if"(%p) ({
+    %t = stablehlo.sqrt %r#0 : tensor<8xf32>
+    stablehlo.return %t : tensor<8xf32>
+  }, {
+    stablehlo.return %g : tensor<8xf32>
+  }) : (tensor<i1>) -> tensor<8xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %red = stablehlo.reduce(%r#0 init: %z) applies stablehlo.add across dimensions = [0]
+      : (tensor<8xf32>, tensor<f32>) -> tensor<f32>
+  %rb = stablehlo.broadcast_in_dim %red, dims = [] : (tensor<f32>) -> tensor<8xf32>
+  %o = stablehlo.divide %s, %rb : tensor<8xf32>
+  return %r#0, %o : tensor<8xf32>, tensor<8xf32>
+}
+"""
+
+
+def test_squares_through_while_if_and_reduce() -> None:
+    """Loop carries, branch results and reductions of wide values keep consistent types."""
+    rng = np.random.default_rng(0)
+    g = (rng.choice([-1, 1], 8) * 2.0 ** rng.uniform(-18, 0, 8)).astype(np.float32)
+    nu = (np.abs(g) ** 2 * 0.3).astype(np.float32)
+    scaled = rewrite_text(SQUARES_IN_REGIONS, "scalify{data-dtype=f16},simplify")
+    signature = entry_signature(SQUARES_IN_REGIONS)
+    dtypes = input_data_dtypes(signature, entry_signature(scaled))
+    assert dtypes[1] == np.float32
+    for branch in (True, False):
+        inputs = [g, nu, np.array(branch)]
+        reference = run_module(SQUARES_IN_REGIONS, inputs)
+        got = join_outputs(signature, run_module(scaled, split_inputs(signature, inputs,
+                                                                      data_dtype=dtypes)))
+        for want, have in zip(reference, got, strict=True):
+            np.testing.assert_allclose(have, want, rtol=2e-3)
