@@ -129,16 +129,20 @@ def write_doc() -> None:
         "JSON in `docs/results/training_*.json`). Every mode trains the same Flax/optax train "
         "step (`examples/`) with the same seed, batches and number of steps. `fp32` is plain "
         "`jax.jit`; `bf16` is JAX mixed precision (bf16 compute, f32 master weights and Adam "
-        "state); `scalify-f16` is `compile_scaled` with f16 data everywhere (weights and Adam "
-        "state live as f16 data + f32 power-of-two scales); `scalify-fp8` adds FP8 dots (E4M3 "
-        "forward, E5M2 gradients). With f16 data, squares and what they are added to "
-        "(Adam's second moment) keep f32 data by default (`square-dtype=auto`, see "
-        "how-it-works.md); `scalify-f16-sq16` keeps it in f16 (every value in f16) and "
-        "`scalify-f16-bf16sq` in bf16, for 16-bit state. "
+        "state); `scalify-f16` is `compile_scaled` with f16 data (weights and Adam's first moment "
+        "live as f16 data + f32 power-of-two scales; squares and what they are added to, "
+        "Adam's second moment, keep f32 data by default: `square-dtype=auto`, see "
+        "how-it-works.md); `scalify-fp8` adds FP8 dots (E4M3 forward, E5M2 gradients); "
+        "`scalify-f16-sq16` is every value in f16, the second moment included, and "
+        "`scalify-f16-bf16sq` keeps the second moment in bf16 (both 16-bit state). All-f16 "
+        "state trains the GPT but diverges on MNIST, whose first-layer gradients (pixels "
+        "that are rarely on) span more than the 12 binades whose squares f16 holds: that is "
+        "why the default keeps the second moment in f32. "
         "Train loss is the mean of the last 50 steps; evaluation "
         "runs the learned weights in the mode's compute dtype (f32 for the scalify modes). "
-        "Steps/s are on this machine's CPU, where FP8 and bf16 are emulated (correct, not "
-        "fast): they show the rewrite's cost on CPU, not GPU speed.",
+        "Steps/s are on this machine's 2-core CPU, where FP8 and bf16 are emulated (correct, "
+        "not fast), with up to three runs sharing it: they show the rewrite's cost on CPU "
+        "roughly, not GPU speed.",
         "",
     ]
     for task in TASKS:
