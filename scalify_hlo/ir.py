@@ -124,16 +124,19 @@ def _nesting_depth(text: str) -> int:
     return int(depth.max())
 
 
-def _probe_bytecode(data: bytes, filename: str, timeout_s: float = 30.0) -> str | None:
+def _probe_bytecode(data: bytes, filename: str, timeout_s: float | None = None) -> str | None:
     """Parse untrusted bytecode in a forked child first and return its error, if any.
 
     MLIR's bytecode reader can abort the process on malformed input (a diagnostic that is
     not UTF-8 ends in std::terminate), and some inputs that raise an ordinary error corrupt
     the heap on the way, so the process dies later. Neither can be caught in Python, so the
     parent only parses bytecode that the child parsed cleanly, and reports the child's error
-    (sent back through a pipe) otherwise."""
+    (sent back through a pipe) otherwise. The child gets 2 s plus 1 s per MB: a heap it
+    corrupted can also make it spin in malloc forever."""
     if not hasattr(os, "fork"):
         return None
+    if timeout_s is None:
+        timeout_s = 2.0 + len(data) / 1e6
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: parse, report by exit status, never return into the caller
