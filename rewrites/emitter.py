@@ -75,6 +75,29 @@ def splat_scalar(attr: ir.Attribute) -> float | None:
     return None
 
 
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    """The op that defines ``value``; None for a block argument."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView | ir.Operation):
+        return None
+    return owner.operation
+
+
+def splat_constant_value(value: ir.Value) -> float | None:
+    """The value of a splat constant, or of a broadcast of one; None otherwise."""
+    op = defining_op(value)
+    if op is None:
+        return None
+    if op.name == "stablehlo.broadcast_in_dim":
+        return splat_constant_value(op.operands[0])
+    if op.name != "stablehlo.constant":
+        return None
+    try:
+        return splat_scalar(op.attributes["value"])
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
 def distinct_values(attr: ir.Attribute) -> np.ndarray:
     """The values of a dense attribute, a splat as one element: enough for scale decisions."""
     scalar = splat_scalar(attr)

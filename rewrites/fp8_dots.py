@@ -20,6 +20,7 @@ from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import (
     Emitter,
     attributes_of,
+    defining_op,
     element_type,
     float_type,
     shape_of,
@@ -96,10 +97,9 @@ class OperandLayout:
 def _produced_under_transpose(value: ir.Value) -> bool:
     """Whether the value was computed in the backward pass (looking through layout ops)."""
     for _ in range(64):
-        owner = value.owner
-        if not isinstance(owner, ir.OpView | ir.Operation):
+        op = defining_op(value)
+        if op is None:
             return False  # a block argument: weights, inputs, optimizer state
-        op = owner.operation
         if op.name == "stablehlo.optimization_barrier":  # result i is operand i
             value = op.operands[ir.OpResult(value).result_number]
             continue
@@ -226,11 +226,10 @@ def _output_scale(value: ir.Value) -> tuple[ir.Operation, float] | None:
     if user.name != "stablehlo.multiply":
         return None
     other = user.operands[1] if user.operands[0] == value else user.operands[0]
-    owner = other.owner
-    if not isinstance(owner, ir.OpView | ir.Operation) or owner.operation.name != \
-            "stablehlo.constant":
+    constant = defining_op(other)
+    if constant is None or constant.name != "stablehlo.constant":
         return None
-    value = splat_scalar(owner.operation.attributes["value"])
+    value = splat_scalar(constant.attributes["value"])
     return None if value is None else (user, value)
 
 

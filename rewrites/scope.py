@@ -18,7 +18,7 @@ from scalify_hlo.rewrites.emitter import (
     is_ranked_tensor,
     is_scalable_type,
     scalar_type,
-    splat_scalar,
+    splat_constant_value,
     with_element_type,
 )
 from scalify_hlo.rewrites.registry import PassContext
@@ -90,20 +90,6 @@ class ScalifyState:
         self.context.warn(message)
 
 
-def _splat_constant_value(old: ir.Value) -> float | None:
-    """The value of a splat float constant, or of a broadcast of a rank-0 constant."""
-    owner = old.owner
-    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
-        owner = owner.operation
-    if not isinstance(owner, ir.Operation):
-        return None
-    if owner.name == "stablehlo.broadcast_in_dim":
-        return _splat_constant_value(owner.operands[0])
-    if owner.name == "stablehlo.constant":
-        return splat_scalar(owner.attributes["value"])
-    return None
-
-
 class Scope:
     def __init__(self, state: ScalifyState, block: ir.Block, parent: Scope | None = None):
         self.state = state
@@ -145,7 +131,7 @@ class Scope:
         key = (old, str(target))
         data = self._converted.get(key)
         if data is None:
-            value = _splat_constant_value(old)
+            value = splat_constant_value(old)
             if value is not None and found.scale.is_static:
                 # A constant is made again in the wider type, not widened from f16: Adam's
                 # 0.999 is 0.99902 in f16, which moves 1 - b2 by 2.5%.

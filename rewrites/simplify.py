@@ -9,37 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import splat_scalar
+from scalify_hlo.rewrites.emitter import splat_constant_value
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
-
-
-def _splat_value(value: ir.Value) -> float | None:
-    owner = value.owner
-    if not isinstance(owner, ir.OpView | ir.Operation):
-        return None
-    op = owner.operation
-    if op.name == "stablehlo.broadcast_in_dim":
-        return _splat_value(op.operands[0])
-    if op.name != "stablehlo.constant":
-        return None
-    try:
-        return splat_scalar(op.attributes["value"])
-    except (KeyError, ValueError, TypeError):
-        return None
 
 
 def _trivial_result(op: ir.Operation) -> ir.Value | None:
     """The operand an op can be replaced by, when it is an identity."""
     if op.name == "stablehlo.multiply":
         lhs, rhs = op.operands
-        if _splat_value(rhs) == 1.0 and lhs.type == op.results[0].type:
+        if splat_constant_value(rhs) == 1.0 and lhs.type == op.results[0].type:
             return lhs
-        if _splat_value(lhs) == 1.0 and rhs.type == op.results[0].type:
+        if splat_constant_value(lhs) == 1.0 and rhs.type == op.results[0].type:
             return rhs
     elif op.name == "stablehlo.divide":
         lhs, rhs = op.operands
-        if _splat_value(rhs) == 1.0 and lhs.type == op.results[0].type:
+        if splat_constant_value(rhs) == 1.0 and lhs.type == op.results[0].type:
             return lhs
     elif op.name == "stablehlo.convert":
         if op.operands[0].type == op.results[0].type:

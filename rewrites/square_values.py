@@ -19,7 +19,12 @@ results and operands into one class, and a class that holds a square is wide.
 from __future__ import annotations
 
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import is_ranked_tensor, is_scalable_type, splat_scalar
+from scalify_hlo.rewrites.emitter import (
+    defining_op,
+    is_ranked_tensor,
+    is_scalable_type,
+    splat_scalar,
+)
 
 # Ops whose float results keep the range of every float operand.
 _SAME_RANGE = {
@@ -66,15 +71,13 @@ def _scalar_like(value: ir.Value) -> bool:
     """A rank-0 value, a splat constant, or a broadcast of a rank-0 value."""
     if is_ranked_tensor(value.type) and ir.RankedTensorType(value.type).rank == 0:
         return True
-    owner = value.owner
-    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
-        owner = owner.operation
-    if not isinstance(owner, ir.Operation):
+    op = defining_op(value)
+    if op is None:
         return False
-    if owner.name == "stablehlo.broadcast_in_dim":
-        return ir.RankedTensorType(owner.operands[0].type).rank == 0
-    if owner.name == "stablehlo.constant":
-        return splat_scalar(owner.attributes["value"]) is not None
+    if op.name == "stablehlo.broadcast_in_dim":
+        return ir.RankedTensorType(op.operands[0].type).rank == 0
+    if op.name == "stablehlo.constant":
+        return splat_scalar(op.attributes["value"]) is not None
     return False
 
 
