@@ -6,12 +6,10 @@ runs on a fresh machine with nothing else present."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import click
-from scalify_hlo.cli.common import UserError
+from scalify_hlo.cli.common import UserError, write_output
 
 DEFAULT_MODES = ("fp32", "scalify-fp8")
 
@@ -26,17 +24,6 @@ def _import_training():
         raise UserError(f"the demo needs {exc.name or 'its dependencies'}: "
                         f"pip install 'scalify-hlo[demo]'") from None
     return mnist_mlp, data, loop, modes, report
-
-
-def _write_json(path: Path, payload: object) -> None:
-    fd, tmp = tempfile.mkstemp(suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=1)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 @click.command()
@@ -99,7 +86,8 @@ def demo(data_source: str, epochs: int, batch_size: int, hidden: str, mode_names
     click.echo(report.text_table(results))
     plot = report.plot_losses(results, out_dir / "demo_loss.png",
                               f"{images.name} MLP: " + " vs ".join(r.mode for r in results))
-    _write_json(out_dir / "demo_results.json", [r.as_dict() for r in results])
+    write_output(str(out_dir / "demo_results.json"),
+                 json.dumps([r.as_dict() for r in results], indent=1).encode())
     if len(results) > 1 and "test_accuracy" in results[0].final:
         base = results[0].final["test_accuracy"]
         for r in results[1:]:

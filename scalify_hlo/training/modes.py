@@ -7,7 +7,7 @@ run the *fp32* train step through ``compile_scaled``, so the model code is the s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,22 +104,17 @@ def loss_value(loss: Any) -> float:
     return float(loss.unscale() if isinstance(loss, ScaledArray) else loss)
 
 
+def _arrays(state: Any) -> Iterator[np.ndarray]:
+    """Every array of a state tree, a ``ScaledArray`` giving its data and its scale."""
+    for leaf in jax.tree.leaves(state, is_leaf=is_scaled_leaf):
+        parts = (leaf.data, leaf.scale) if isinstance(leaf, ScaledArray) else (leaf,)
+        yield from (np.asarray(p) for p in parts if p is not None)
+
+
 def state_bytes(state: Any) -> int:
     """Bytes of weights and optimizer state as they live between steps, scales included."""
-    leaves = jax.tree.leaves(state, is_leaf=is_scaled_leaf)
-    total = 0
-    for leaf in leaves:
-        parts = (leaf.data, leaf.scale) if isinstance(leaf, ScaledArray) else (leaf,)
-        total += sum(int(np.asarray(p).nbytes) for p in parts if p is not None)
-    return total
+    return sum(int(array.nbytes) for array in _arrays(state))
 
 
 def all_finite(state: Any) -> bool:
-    leaves = jax.tree.leaves(state, is_leaf=is_scaled_leaf)
-    for leaf in leaves:
-        parts = (leaf.data, leaf.scale) if isinstance(leaf, ScaledArray) else (leaf,)
-        for part in parts:
-            array = np.asarray(part)
-            if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
-                return False
-    return True
+    return all(np.all(np.isfinite(a)) for a in _arrays(state) if a.dtype.kind == "f")
