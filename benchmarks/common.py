@@ -367,6 +367,18 @@ def update_doc_section(heading: str, body: str, path: Path = BENCHMARKS_DOC) -> 
     path.write_text("\n".join(lines) + "\n")
 
 
+def publish(out: Path, result: dict[str, Any], heading: str,
+            doc_section: Callable[[dict[str, Any]], str], doc: bool = True,
+            also_wrote: str = "") -> None:
+    """Write a benchmark's JSON and, when ``doc``, its ``## heading`` section of
+    docs/benchmarks.md: the common ending of every benchmark script."""
+    write_json(out, result)
+    print(f"wrote {out}{also_wrote}")
+    if doc:
+        update_doc_section(heading, doc_section(result))
+        print(f"updated docs/benchmarks.md ({heading})")
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub-flavoured markdown table."""
     out = ["| " + " | ".join(str(h) for h in headers) + " |",

@@ -57,11 +57,10 @@ from common import (
     hlo_instruction,
     load_models,
     markdown_table,
+    publish,
     rewrite_or_fail,
     sample_step_texts,
-    update_doc_section,
     verdict,
-    write_json,
 )
 
 from scalify_hlo.policy import DEFAULT_PIPELINE
@@ -236,11 +235,7 @@ def main(argv: list[str] | None = None) -> int:
               "target_met": all(r["target_met"] for r in rows)}
     print(format_table(HEADERS, table_rows(rows)))
     print(f"\nargument bytes <= {MAX_ARGUMENT_RATIO}x original: {verdict(result['target_met'])}")
-    write_json(args.out, result)
-    print(f"wrote {args.out}")
-    if not args.no_doc:
-        update_doc_section("Memory", doc_section(result))
-        print("updated docs/benchmarks.md (Memory)")
+    publish(args.out, result, "Memory", doc_section, doc=not args.no_doc)
     return 0
 
 

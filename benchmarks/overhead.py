@@ -57,10 +57,9 @@ from common import (
     load_models,
     markdown_table,
     paired_ratio,
+    publish,
     summary,
-    update_doc_section,
     verdict,
-    write_json,
 )
 
 from scalify_hlo import Policy, ScaledArray, compile_scaled, scale_tree, unscale_tree
@@ -315,11 +314,7 @@ def main(argv: list[str] | None = None) -> int:
               f"module {m['wrapper_ratio']:.3f} wall, {m['wrapper_cpu_ratio']:.3f} CPU")
     print(f"one more XLA:CPU kernel: {result['kernel_launch_us']:.1f} us per call")
     print(f"ScaledArray args at most {MAX_RATIO - 1:.0%} slower: {verdict(result['target_met'])}")
-    write_json(args.out, result)
-    print(f"wrote {args.out}")
-    if not args.no_doc:
-        update_doc_section(SECTION, doc_section(result))
-        print(f"updated docs/benchmarks.md ({SECTION})")
+    publish(args.out, result, SECTION, doc_section, doc=not args.no_doc)
     return 0
 
 

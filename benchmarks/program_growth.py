@@ -47,11 +47,10 @@ from common import (
     hlo_counts,
     load_models,
     markdown_table,
+    publish,
     rewrite_or_fail,
     sample_step_texts,
-    update_doc_section,
     verdict,
-    write_json,
 )
 
 from scalify_hlo.runner import compiled_hlo_text
@@ -170,11 +169,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['hlo_rewritten']['fusions_by_kind']}; executed by opcode "
               f"{r['hlo_original']['executed_by_opcode']} -> "
               f"{r['hlo_rewritten']['executed_by_opcode']}")
-    write_json(args.out, result)
-    print(f"wrote {args.out}")
-    if not args.no_doc:
-        update_doc_section("Program growth", doc_section(result))
-        print("updated docs/benchmarks.md (Program growth)")
+    publish(args.out, result, "Program growth", doc_section, doc=not args.no_doc)
     return 0
 
 

@@ -53,11 +53,10 @@ from common import (
     load_models,
     markdown_table,
     paired_ratio,
+    publish,
     summary,
     timed,
-    update_doc_section,
     verdict,
-    write_json,
 )
 from scalify_hlo.rewrites import PassContext, parse_pipeline, run_pipeline
 
@@ -362,11 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             result["figure"] = str(args.figure)
     print(report(result))
-    write_json(args.out, result)
-    print(f"wrote {args.out}" + ("" if problem else f" and {args.figure}"))
-    if not args.no_doc:
-        update_doc_section("Rewrite cost", doc_section(result))
-        print("updated docs/benchmarks.md (Rewrite cost)")
+    publish(args.out, result, "Rewrite cost", doc_section, doc=not args.no_doc,
+            also_wrote="" if problem else f" and {args.figure}")
     return 0
 
 

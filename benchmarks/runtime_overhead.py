@@ -50,12 +50,11 @@ from common import (
     load_models,
     markdown_table,
     paired_ratio,
+    publish,
     rewrite_or_fail,
     sample_step_texts,
     summary,
-    update_doc_section,
     verdict,
-    write_json,
 )
 
 from scalify_hlo.runner import compile_module
@@ -266,11 +265,7 @@ def main(argv: list[str] | None = None) -> int:
               "models": rows, "target_met": all(r["target_met"] for r in rows)}
     print(format_table(HEADERS, table_rows(rows)))
     print(f"\nrewritten at most {MAX_RATIO - 1:.0%} slower: {verdict(result['target_met'])}")
-    write_json(args.out, result)
-    print(f"wrote {args.out}")
-    if not args.no_doc:
-        update_doc_section("Runtime overhead", doc_section(result))
-        print("updated docs/benchmarks.md (Runtime overhead)")
+    publish(args.out, result, "Runtime overhead", doc_section, doc=not args.no_doc)
     return 0
 
 
