@@ -95,6 +95,9 @@ def square_values(func: ir.Operation) -> set[ir.Value]:
         name = op.name
         operands, results = list(op.operands), list(op.results)
         floats.extend(r for r in results if _is_float(r))
+        for region in op.regions:  # loop carries, branch and reducer arguments
+            for block in region.blocks:
+                floats.extend(a for a in block.arguments if _is_float(a))
         if name == "stablehlo.multiply" and len(operands) == 2:
             if operands[0] == operands[1]:
                 seeds.append(results[0])
@@ -129,12 +132,7 @@ def square_values(func: ir.Operation) -> set[ir.Value]:
                     join(result, value)
         return ir.WalkResult.ADVANCE
 
-    for region in func.regions:
-        for block in region.blocks:
-            floats.extend(a for a in block.arguments if _is_float(a))
-    func.walk(visit)
-    for region in func.regions:  # nested block arguments (loop carries, reducer arguments)
-        _collect_block_arguments(region, floats)
+    func.walk(visit)  # visits func itself too: its arguments are collected with the rest
     wide_roots = {sets.find(seed) for seed in seeds}
     return {value for value in floats if sets.find(value) in wide_roots}
 
@@ -142,12 +140,3 @@ def square_values(func: ir.Operation) -> set[ir.Value]:
 def _terminator(block: ir.Block) -> ir.Operation:
     ops = list(block.operations)
     return ops[-1].operation
-
-
-def _collect_block_arguments(region: ir.Region, out: list[ir.Value]) -> None:
-    for block in region.blocks:
-        for op in block.operations:
-            for inner in op.operation.regions:
-                for inner_block in inner.blocks:
-                    out.extend(a for a in inner_block.arguments if _is_float(a))
-                _collect_block_arguments(inner, out)
