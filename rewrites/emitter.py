@@ -14,6 +14,11 @@ from jax.extend.mlir import ir
 from scalify_hlo.signature import FLOAT_DTYPES
 
 SCALED_ELEMENT_TYPES = ("f16", "bf16", "f32")
+# The exponents of normal f32 powers of two: what one multiply by a runtime 2^e can reach.
+MIN_NORMAL_EXP, MAX_NORMAL_EXP = -126, 127
+# The powers of two a constant of each data type holds exactly (f16 subnormals included: XLA
+# keeps them; f32 and bf16 ones may be flushed), so one multiply's reach.
+_NORMAL_EXPONENTS = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-24, 15)}
 
 
 def element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:
@@ -189,16 +194,47 @@ class Emitter:
         return self.op("stablehlo.broadcast_in_dim", [scalar], [t],
                        {"broadcast_dimensions": dims}).result
 
-    def scale_tensor(self, x: ir.Value, factor: ir.Value) -> ir.Value:
-        """``x * factor`` for a rank-0 f32 ``factor``, in x's element type."""
-        factor = self.convert(factor, element_type(x))
-        return self.binary("stablehlo.multiply", x, self.broadcast_scalar(factor, x.type))
-
     def scale_tensor_static(self, x: ir.Value, exp: int) -> ir.Value:
-        """``x * 2**exp``; nothing is emitted for ``exp == 0``."""
-        if exp == 0:
-            return x
-        return self.binary("stablehlo.multiply", x, self.splat(2.0 ** exp, x.type))
+        """``x * 2**exp``, exactly: one multiply per step of the element type's normal range
+        (``2**-200`` is no f32 constant); nothing is emitted for ``exp == 0``."""
+        low, high = _NORMAL_EXPONENTS.get(str(element_type(x)), _NORMAL_EXPONENTS["f32"])
+        while exp != 0:
+            step = min(max(exp, low), high)
+            x = self.binary("stablehlo.multiply", x, self.splat(2.0 ** step, x.type))
+            exp -= step
+        return x
+
+    # ----- runtime scales as i32 exponents ---------------------------------------------------
+    def int_scalar(self, value: int) -> ir.Value:
+        t = scalar_type(ir.IntegerType.get_signless(32))
+        attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value))
+        return self.op("stablehlo.constant", [], [t], {"value": attr}).result
+
+    def exponent_of_pow2(self, scale: ir.Value) -> ir.Value:
+        """The exponent of a positive power-of-two rank-0 f32, read from its bits (a zero or
+        subnormal reads as -127, an infinity as 128)."""
+        i32 = scalar_type(ir.IntegerType.get_signless(32))
+        bits = self.unary("stablehlo.bitcast_convert", scale, i32)
+        biased = self.binary("stablehlo.shift_right_logical", bits, self.int_scalar(23))
+        return self.binary("stablehlo.subtract", biased, self.int_scalar(127))
+
+    def pow2_of_exponent(self, exp: ir.Value) -> ir.Value:
+        """``2**exp`` as a rank-0 f32, built from its bits: ``exp`` must be in [-126, 127]."""
+        biased = self.binary("stablehlo.add", exp, self.int_scalar(127))
+        bits = self.binary("stablehlo.shift_left", biased, self.int_scalar(23))
+        return self.unary("stablehlo.bitcast_convert", bits, scalar_type(ir.F32Type.get()))
+
+    def clamp_exponent(self, exp: ir.Value, low: int = MIN_NORMAL_EXP,
+                       high: int = MAX_NORMAL_EXP) -> ir.Value:
+        return self.op("stablehlo.clamp", [self.int_scalar(low), exp, self.int_scalar(high)],
+                       [exp.type]).result
+
+    def times_factor(self, x: ir.Value, factor: ir.Value) -> ir.Value:
+        """``x * factor`` for a rank-0 f32 ``factor``, computed in f32 (a factor 2^-30 is 0 in
+        f16) and rounded once to x's element type."""
+        wide = self.convert(x, ir.F32Type.get())
+        wide = self.binary("stablehlo.multiply", wide, self.broadcast_scalar(factor, wide.type))
+        return self.convert(wide, element_type(x))
 
     def pow2_round(self, x: ir.Value) -> ir.Value:
         """``x`` rounded to the nearest power of two (exact powers of two stay as they are):

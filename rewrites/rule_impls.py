@@ -67,7 +67,7 @@ def all_any_scale(scope: Scope, op: ir.Operation) -> bool:
 
 def operands_at_common_scale(
     scope: Scope, op: ir.Operation, indices: list[int] | None = None,
-    constants_follow: bool = False,
+    constants_follow: bool = False, merge: bool = False,
 ) -> tuple[list[ir.Value], Scale]:
     """New operands with the float ones (or those at ``indices``) at one common scale."""
     indices = float_operand_indices(scope, op) if indices is None else indices
@@ -75,7 +75,7 @@ def operands_at_common_scale(
     scale = Scale()
     if indices:
         datas, scale = scope.to_common_scale([scope.scaled(op.operands[i]) for i in indices],
-                                             constants_follow)
+                                             constants_follow, merge)
         for i, data in zip(indices, datas, strict=True):
             operands[i] = data
     for i, old in enumerate(op.operands):
@@ -154,12 +154,20 @@ def rule_same_scale(scope: Scope, op: ir.Operation) -> None:
     bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
 
 
+def rule_merge(scope: Scope, op: ir.Operation) -> None:
+    """Ops that put pieces of their operands together without arithmetic between them
+    (concatenate, max, pad): a common scale between the operands' (see Scope.common_scale)."""
+    any_scale = all_any_scale(scope, op)
+    operands, scale = operands_at_common_scale(scope, op, merge=True)
+    bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
+
+
 def rule_select(scope: Scope, op: ir.Operation) -> None:
     """select: no arithmetic between the branches, so a constant branch (a mask's -1e9)
     takes the runtime branch's scale; in f16 a far-out sentinel saturates to +-inf, which
     keeps its sign and order, instead of pushing the data below the format's range."""
     any_scale = all_any_scale(scope, op)
-    operands, scale = operands_at_common_scale(scope, op, constants_follow=True)
+    operands, scale = operands_at_common_scale(scope, op, constants_follow=True, merge=True)
     bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
 
 
@@ -281,12 +289,12 @@ def rule_sqrt(scope: Scope, op: ir.Operation) -> None:
         data = emit.scale_tensor_static(x.data, odd)
         result_scale = Scale(sign * (x.scale.exp - odd) // 2)
     else:
-        # runtime: s' = sqrt(s) rounded to a power of two (sqrt(2) * 2^m rounds down to 2^m),
-        # and s / s'^2, which is 1 or 2, goes into the data.
-        s = scope.materialize(x.scale)
-        half = emit.pow2_round(emit.unary("stablehlo.sqrt", s))
-        rest = emit.binary("stablehlo.divide", s, emit.binary("stablehlo.multiply", half, half))
-        data = emit.scale_tensor(x.data, rest)
+        # runtime: s' = 2^floor(e / 2) for s = 2^e, and the 1 or 2 left over goes into the data.
+        exponent = scope.exponent(x.scale)
+        half = emit.binary("stablehlo.shift_right_arithmetic", exponent, emit.int_scalar(1))
+        odd = emit.binary("stablehlo.subtract", exponent,
+                          emit.binary("stablehlo.add", half, half))
+        data = emit.times_factor(x.data, emit.pow2_of_exponent(odd))
         result_scale = Scale.dynamic(half)
         if sign < 0:
             result_scale = Scale().over(result_scale)
@@ -338,8 +346,7 @@ def rule_convert(scope: Scope, op: ir.Operation) -> None:
     # scale: exact, including the target's overflow and underflow.
     emit = scope.emit
     rounded = emit.convert(emit.convert(scope.unscaled(source), target), ir.F32Type.get())
-    inverse = scope.materialize(Scale().over(x.scale))
-    data = emit.convert(emit.scale_tensor(rounded, inverse), data_dtype)
+    data = emit.convert(scope.apply_exactly(rounded, Scale().over(x.scale)), data_dtype)
     scope.set(result, Scaled(data, x.scale))
 
 

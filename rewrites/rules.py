@@ -26,12 +26,17 @@ class Family:
 SAME_SCALE = Family("same-scale", "same op on data (float operands first brought to a common "
                     "power-of-two scale, exactly)", "the common scale (max of the inputs)",
                     impl.rule_same_scale)
+MERGE = Family("merge", "pieces of the operands put together, no arithmetic between them: "
+               "operands at a common scale", "max of the scales for f16 data; with f32's "
+               "range (f32, bf16 data) the midpoint, so both stay representable",
+               impl.rule_merge)
 SELECT = Family("select", "branches at a common scale; a constant branch takes the runtime "
-                "branch's scale", "the runtime branch's scale", impl.rule_select)
+                "branch's scale", "the runtime branch's scale, or the merge family's common "
+                "scale", impl.rule_select)
 ADDITIVE = Family("additive", "operands rescaled to the common scale, then added",
                   "max of the scales", impl.rule_same_scale)
-COMPARE = Family("compare", "operands at a common scale, compared", "none (boolean result)",
-                 impl.rule_same_scale)
+COMPARE = Family("compare", "operands at a common scale (as the merge family's), compared",
+                 "none (boolean result)", impl.rule_merge)
 WITH_REGION = Family("region", "same op when its region commutes with scaling (max, min, "
                      "select, compare, add), else unscaled and reported", "common scale",
                      impl.rule_with_region)
@@ -73,10 +78,11 @@ _FAMILY_OPS: dict[Family, tuple[str, ...]] = {
     SAME_SCALE: (
         "stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim",
         "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.gather", "stablehlo.reverse",
-        "stablehlo.negate", "stablehlo.abs", "stablehlo.concatenate",
-        "stablehlo.clamp", "stablehlo.maximum", "stablehlo.minimum",
-        "stablehlo.dynamic_update_slice", "stablehlo.pad", "stablehlo.remainder",
-        "chlo.top_k",
+        "stablehlo.negate", "stablehlo.abs", "stablehlo.remainder", "chlo.top_k",
+    ),
+    MERGE: (
+        "stablehlo.concatenate", "stablehlo.clamp", "stablehlo.maximum", "stablehlo.minimum",
+        "stablehlo.dynamic_update_slice", "stablehlo.pad",
     ),
     SELECT: ("stablehlo.select",),
     ADDITIVE: ("stablehlo.add", "stablehlo.subtract"),

@@ -150,7 +150,7 @@ def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
             arg_locs.append(_scale_location(arg.location))
     block = new_func.regions[0].blocks.append(*split.new_inputs(), arg_locs=arg_locs)
     scope = Scope(state, block)
-    scope.bind_flat(list(old_block.arguments), list(block.arguments))
+    scope.bind_flat(list(old_block.arguments), list(block.arguments), f32_scales=True)
     terminator = scope.rewrite_block(old_block)
     if terminator is None:
         raise RewriteError("entry function has no func.return")
@@ -162,7 +162,8 @@ def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
             if isinstance(found, Scaled) and not found.any_scale:
                 scope.set(value, scope.rescale(found, method))
     scope.emit.at(terminator.location).op("func.return",
-                                          scope.flatten(list(terminator.operands)), [])
+                                          scope.flatten(list(terminator.operands),
+                                                        f32_scales=True), [])
     func.erase()
 
 
@@ -190,10 +191,9 @@ def data_dtype_name(raw: str) -> str:
 
 
 def resolve_common_scale_rule(rule: str, data_dtype: str) -> str:
-    """``auto``: the runtime max only where the data's exponent range is narrow (f16)."""
-    if rule == "auto":
-        return "max" if data_dtype == "f16" else "first"
-    return rule
+    """``auto``: the runtime max, for every data type: an integer max of exponents costs
+    little, and ``first`` overflows data whose scales are far apart (2^-100 next to 2^100)."""
+    return "max" if rule == "auto" else rule
 
 
 def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: PassContext,
@@ -236,7 +236,7 @@ SCALIFY = register(PassInfo(
                "warning"),
         Option("common-scale", str, "auto", "scale that add, select, concatenate... bring "
                "their operands to when runtime scales differ: max, first (operand's), or auto "
-               "(max for f16 data, first otherwise)", choices=("auto", "max", "first")),
+               "(max)", choices=("auto", "max", "first")),
         Option("square-dtype", str, "auto", "data type of squares and of what they are added "
                "to (Adam's second moment): f16 cannot hold the square of a tensor whose entries "
                "span more than 12 binades; auto: f32 for f16 data, else the data type",

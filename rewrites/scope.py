@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import (
+    MIN_NORMAL_EXP,
     Emitter,
     element_type,
     is_ranked_tensor,
@@ -27,6 +28,8 @@ from scalify_hlo.errors import RewriteError
 from scalify_hlo.ir import short_location
 from scalify_hlo.scale import Scale, saturate_exponent
 
+# Data types with f32's exponent range, where data may sit far from unit scale.
+WIDE_RANGE_DTYPES = ("f32", "bf16")
 RESCALE_ATTR = "scalify.rescale"  # set by the rescale pass on ops whose results it rescales
 
 
@@ -97,6 +100,7 @@ class Scope:
         self.parent = parent
         self.values: dict[ir.Value, Mapped] = {}
         self._materialized: dict[Scale, ir.Value] = {}
+        self._factors: dict[tuple[Scale, str], ir.Value] = {}
         self._unscaled: dict[ir.Value, ir.Value] = {}
         self._converted: dict[tuple[ir.Value, str], ir.Value] = {}
         self.emit = Emitter(ir.InsertionPoint(block), ir.Location.unknown())
@@ -163,18 +167,16 @@ class Scope:
             scope = scope.parent
         return None
 
-    def saturate(self, scale: Scale) -> Scale:
-        exp, clamped = saturate_exponent(scale.exp)
-        if clamped:
-            self.state.context.bump("scalify.saturated-scales")
-            self.state.context.warn(
-                f"{short_location(self.emit.loc)}: scale 2^{scale.exp} leaves the f32 range; "
-                f"saturated to 2^{exp}")
-        return Scale(exp, scale.factors)
+    def report_saturated(self, exp: int, saturated: int, runtime: bool = False) -> None:
+        self.state.context.bump("scalify.saturated-scales")
+        what = f"2^{exp} times runtime scales" if runtime else f"2^{exp}"
+        self.state.context.warn(
+            f"{short_location(self.emit.loc)}: scale {what} leaves the f32 range; saturated "
+            f"to 2^{saturated}{' at run time' if runtime else ''}, the rest moved into the "
+            f"data")
 
-    def materialize(self, scale: Scale) -> ir.Value:
-        """The scale as a rank-0 f32 SSA value, emitted once per block and reused."""
-        scale = self.saturate(scale)
+    def exponent(self, scale: Scale) -> ir.Value:
+        """The scale's exponent as a rank-0 i32 SSA value, emitted once per block and reused."""
         found = self._cached("_materialized", scale)
         if found is not None:
             return found
@@ -182,8 +184,44 @@ class Scope:
         self._materialized[scale] = value
         return value
 
+    def factor(self, scale: Scale, part: str = "flush") -> ir.Value:
+        """``2**e`` of the scale's exponent ``e`` as a rank-0 f32, once per block.
+
+        ``flush``: one factor, ``e`` clamped to [-127, 127], where 2^-127 is built as 0 (below
+        f32's normal range a factor flushes, as the f32 product would). ``high`` and ``low``:
+        two normal factors whose product is ``2**e`` for ``|e| <= 252`` (``low`` flushes
+        beyond), for putting a value back together, where 2^-200 times large data is still a
+        number.
+        """
+        key = (scale, part)
+        found = self._cached("_factors", key)
+        if found is not None:
+            return found
+        emit = self.emit
+        exponent = self.exponent(scale)
+        if part == "flush":
+            value = emit.pow2_of_exponent(emit.clamp_exponent(exponent, MIN_NORMAL_EXP - 1))
+        else:
+            high = emit.clamp_exponent(exponent)
+            if part == "high":
+                value = emit.pow2_of_exponent(high)
+            else:
+                value = emit.pow2_of_exponent(emit.clamp_exponent(
+                    emit.binary("stablehlo.subtract", exponent, high), MIN_NORMAL_EXP - 1))
+        self._factors[key] = value
+        return value
+
+    def apply_exactly(self, data: ir.Value, scale: Scale) -> ir.Value:
+        """``data * scale`` in f32 with the two-factor ``2**e`` (see ``factor``)."""
+        if scale.is_static:
+            return self.emit.scale_tensor_static(self.emit.convert(data, ir.F32Type.get()),
+                                                 scale.exp)
+        once = self.emit.times_factor(self.emit.convert(data, ir.F32Type.get()),
+                                      self.factor(scale, "high"))
+        return self.emit.times_factor(once, self.factor(scale, "low"))
+
     def _cost(self, scale: Scale, memo: dict[Scale, int]) -> int:
-        """Ops needed to materialize ``scale`` now: via its recipe or as a flat chain."""
+        """Ops needed to build the exponent now: via its recipe or as a flat sum."""
         if scale in memo:
             return memo[scale]
         if self._cached("_materialized", scale) is not None or scale.is_static:
@@ -202,36 +240,60 @@ class Scope:
 
     @staticmethod
     def _flat_cost(scale: Scale) -> int:
-        return sum(abs(p) for _, p in scale.factors) - 1 + (1 if scale.exp else 0) + (
-            1 if all(p < 0 for _, p in scale.factors) else 0)
+        return (len(scale.factors) - 1 + sum(1 for _, p in scale.factors if abs(p) != 1)
+                + (1 if scale.exp else 0) + (1 if scale.factors[0][1] < 0 else 0))
 
     def _build(self, scale: Scale) -> ir.Value:
         emit = self.emit
         if scale.is_static:
-            return emit.scalar_f32(2.0 ** scale.exp)
-        if scale.factors == ((scale.factors[0][0], 1),):
-            base = scale.factors[0][0].value
-            if scale.exp == 0:
-                return base
-            return emit.binary("stablehlo.multiply", base, self.materialize(Scale(scale.exp)))
+            return emit.int_scalar(scale.exp)
+        factor = scale.factors[0][0]
+        if scale.factors == ((factor, 1),):
+            if scale.exp != 0:
+                return emit.binary("stablehlo.add", self.exponent(Scale(0, scale.factors)),
+                                   emit.int_scalar(scale.exp))
+            return emit.exponent_of_pow2(factor.value) if factor.is_f32 else factor.value
         recipe = scale.recipe
         memo: dict[Scale, int] = {}
         if recipe is not None and self._cost(scale, memo) < self._flat_cost(scale):
             if recipe[0] == "shift":
-                return emit.binary("stablehlo.multiply", self.materialize(recipe[1]),
-                                   self.materialize(Scale(recipe[2])))
-            name = "stablehlo.multiply" if recipe[0] == "mul" else "stablehlo.divide"
-            return emit.binary(name, self.materialize(recipe[1]), self.materialize(recipe[2]))
-        numerator = [f.value for f, p in scale.factors for _ in range(p) if p > 0]
-        denominator = [f.value for f, p in scale.factors for _ in range(-p) if p < 0]
-        value = numerator[0] if numerator else self.materialize(Scale(0))
-        for factor in numerator[1:]:
-            value = emit.binary("stablehlo.multiply", value, factor)
-        for factor in denominator:
-            value = emit.binary("stablehlo.divide", value, factor)
+                return emit.binary("stablehlo.add", self.exponent(recipe[1]),
+                                   emit.int_scalar(recipe[2]))
+            name = "stablehlo.add" if recipe[0] == "mul" else "stablehlo.subtract"
+            return emit.binary(name, self.exponent(recipe[1]), self.exponent(recipe[2]))
+        value: ir.Value | None = None
+        for factor, power in scale.factors:
+            term = self.exponent(Scale(0, ((factor, 1),)))
+            if abs(power) != 1:
+                term = emit.binary("stablehlo.multiply", term, emit.int_scalar(abs(power)))
+            if value is None:
+                value = term if power > 0 else emit.unary("stablehlo.negate", term)
+            else:
+                value = emit.binary("stablehlo.add" if power > 0 else "stablehlo.subtract",
+                                    value, term)
         if scale.exp:
-            value = emit.binary("stablehlo.multiply", value, self.materialize(Scale(scale.exp)))
+            value = emit.binary("stablehlo.add", value, emit.int_scalar(scale.exp))
         return value
+
+    def scale_f32(self, value: Scaled) -> tuple[ir.Value, ir.Value]:
+        """``value`` as (data, f32 scale) where it leaves the program: the scale saturated to
+        a normal f32 (an exponent past [-126, 127] cannot be one), the excess moved into the
+        data, where it is exact or becomes the 0 or inf the unscaled value is."""
+        factor = value.scale.single_factor
+        if factor is not None and factor.is_f32:  # an argument's scale, handed back as is
+            return value.data, factor.value
+        emit = self.emit
+        if value.scale.is_static:
+            exp, clamped = saturate_exponent(value.scale.exp)
+            if clamped:
+                self.report_saturated(value.scale.exp, exp)
+            return (emit.scale_tensor_static(value.data, value.scale.exp - exp),
+                    emit.scalar_f32(2.0 ** exp))
+        exp, clamped = saturate_exponent(value.scale.exp)
+        if clamped:  # the runtime factors would have to make up 2^(exp - saturated)
+            self.report_saturated(value.scale.exp, exp, runtime=True)
+        data = emit.times_factor(value.data, self.factor(value.scale, "low"))
+        return data, self.factor(value.scale, "high")
 
     def rescale_data(self, value: Scaled, target: Scale) -> ir.Value:
         """``value``'s data re-expressed at scale ``target`` (an exact power-of-two factor)."""
@@ -240,19 +302,19 @@ class Scope:
         ratio = value.scale.over(target)
         if ratio.is_static:
             return self.emit.scale_tensor_static(value.data, ratio.exp)
-        if value.scale.is_static or target.is_static or len(ratio.factors) == 1:
-            factor = self.materialize(ratio)
-        else:  # one divide of the two full scales, which are usually materialized anyway
-            factor = self.emit.binary("stablehlo.divide", self.materialize(value.scale),
-                                      self.materialize(target))
-        return self.emit.scale_tensor(value.data, factor)
+        return self.emit.times_factor(value.data, self.factor(ratio))
 
-    def common_scale(self, values: Sequence[Scaled], constants_follow: bool = False) -> Scale:
+    def common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,
+                     merge: bool = False) -> Scale:
         """The scale that operands of a same-scale op are brought to.
 
         Statically the largest when the runtime factors agree; otherwise, by the pass option,
-        the runtime maximum (no data can grow: what a 5-bit-exponent f16 needs) or the first
-        operand's scale (one rescale instead of two: enough for f32 and bf16 data).
+        the runtime maximum (no data grows, so none overflows: the default) or the first
+        operand's scale (one rescale instead of two, but data 2^200 times its scale apart
+        overflows). Ops that ``merge`` pieces of their operands without arithmetic between
+        them (select, concatenate, max) take the midpoint of the exponents instead of the
+        max when the data has f32's range: both operands stay representable up to a spread
+        of 2^250 (2^-100 next to 2^100), where the max would flush the smaller one to 0.
         With ``constants_follow``, static (constant-derived) scales adopt the runtime ones.
         """
         scaled = [v for v in values if not v.any_scale]
@@ -269,14 +331,21 @@ class Scope:
         for value in scaled:
             if value.scale not in distinct:
                 distinct.append(value.scale)
-        result = self.materialize(distinct[0])
-        for scale in distinct[1:]:
-            result = self.emit.binary("stablehlo.maximum", result, self.materialize(scale))
-        return Scale.dynamic(result)
+        exponents = [self.exponent(scale) for scale in distinct]
+        emit = self.emit
+        if merge and str(self.current_data_dtype()) in WIDE_RANGE_DTYPES:
+            if len(exponents) == 2:
+                total = emit.binary("stablehlo.add", *exponents)
+            else:
+                total = emit.binary("stablehlo.add", _fold(emit, "stablehlo.maximum", exponents),
+                                    _fold(emit, "stablehlo.minimum", exponents))
+            return Scale.dynamic(emit.binary("stablehlo.shift_right_arithmetic", total,
+                                             emit.int_scalar(1)))
+        return Scale.dynamic(_fold(emit, "stablehlo.maximum", exponents))
 
-    def to_common_scale(self, values: Sequence[Scaled],
-                        constants_follow: bool = False) -> tuple[list[ir.Value], Scale]:
-        scale = self.common_scale(values, constants_follow)
+    def to_common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,
+                        merge: bool = False) -> tuple[list[ir.Value], Scale]:
+        scale = self.common_scale(values, constants_follow, merge)
         return [self.rescale_data(v, scale) for v in values], scale
 
     # ----- crossing between the scaled and the original representation --------------
@@ -288,15 +357,14 @@ class Scope:
         value = self.scaled(old)
         original = element_type(old)
         emit = self.emit
-        scale = self.saturate(value.scale)
+        scale = value.scale  # any exponent: applied in steps of normal powers of two
         data = value.data
         if scale.is_static:
             wide = ir.F32Type.get() if scale.exp != 0 else original
             result = emit.convert(emit.scale_tensor_static(emit.convert(data, wide), scale.exp),
                                   original)
         else:
-            wide = emit.convert(data, ir.F32Type.get())
-            result = emit.convert(emit.scale_tensor(wide, self.materialize(scale)), original)
+            result = emit.convert(self.apply_exactly(data, scale), original)
         self._unscaled[old] = result
         return result
 
@@ -333,8 +401,8 @@ class Scope:
                 f"{short_location(self.emit.loc)}: dynamic shapes are not supported ({t})")
 
     @staticmethod
-    def scale_type() -> ir.Type:
-        return scalar_type(ir.F32Type.get())
+    def exponent_type() -> ir.Type:
+        return scalar_type(ir.IntegerType.get_signless(32))
 
     # ----- dynamic rescaling ------------------------------------------------------------
     def rescale(self, value: Scaled, how: str) -> Scaled:
@@ -362,17 +430,19 @@ class Scope:
             rounded = emit.op("stablehlo.select", [below, emit.binary(
                 "stablehlo.multiply", rounded, emit.splat(2.0, scalar)), rounded],
                 [scalar]).result
+        # A normal power of two up to 2^126, so that its inverse is one too: 0, subnormal,
+        # inf and NaN statistics leave the scale as it is.
+        i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
         usable = emit.op("stablehlo.and", [
-            emit.unary("stablehlo.is_finite", rounded, ir.RankedTensorType.get(
-                [], ir.IntegerType.get_signless(1))),
-            emit.compare("GT", rounded, emit.splat(0.0, scalar))],
-            [ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))]).result
-        factor = emit.op("stablehlo.select", [usable, rounded, emit.splat(1.0, scalar)],
-                         [scalar]).result
-        inverse = emit.binary("stablehlo.divide", emit.splat(1.0, scalar), factor)
-        data = emit.convert(emit.scale_tensor(wide, inverse), element_type(value.data))
+            emit.compare("GE", rounded, emit.splat(2.0 ** -126, scalar)),
+            emit.compare("LE", rounded, emit.splat(2.0 ** 126, scalar))], [i1]).result
+        exponent = emit.op("stablehlo.select", [usable, emit.exponent_of_pow2(rounded),
+                                                emit.int_scalar(0)],
+                           [scalar_type(ir.IntegerType.get_signless(32))]).result
+        inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", exponent))
+        data = emit.convert(emit.times_factor(wide, inverse), element_type(value.data))
         self.state.context.bump("scalify.rescaled")
-        return Scaled(data, value.scale.times(Scale.dynamic(factor)))
+        return Scaled(data, value.scale.times(Scale.dynamic(exponent)))
 
     def rescale_results(self, op: ir.Operation, method: str) -> None:
         for result in op.results:
@@ -437,32 +507,47 @@ class Scope:
         return child
 
     # ----- flattening (data, scale) pairs for signatures, loops and branches --------
-    def flatten(self, olds: Sequence[ir.Value]) -> list[ir.Value]:
+    def flatten(self, olds: Sequence[ir.Value], f32_scales: bool = False) -> list[ir.Value]:
+        """(data, scale) for floats: i32 exponents inside the program (loops, branches), f32
+        scales where it leaves the entry function (``f32_scales``)."""
         flat: list[ir.Value] = []
         for old in olds:
             found = self.get(old)
             if isinstance(found, Scaled):
-                flat += [found.data, self.materialize(found.scale)]
+                flat += (list(self.scale_f32(found)) if f32_scales
+                         else [found.data, self.exponent(found.scale)])
             else:
                 flat.append(found)
         return flat
 
     def flat_types(self, olds: Sequence[ir.Value]) -> list[ir.Type]:
-        """The flattened types of original values: (data, scale) for floats."""
+        """The flattened types of original values inside the program: (data, i32 exponent)
+        for floats."""
         flat: list[ir.Type] = []
         for old in olds:
             flat.append(self.data_type_of(old))
             if is_scalable_type(old.type):
-                flat.append(self.scale_type())
+                flat.append(self.exponent_type())
         return flat
 
-    def bind_flat(self, olds: Sequence[ir.Value], news: Sequence[ir.Value]) -> None:
-        """Map original values to consecutive new values: two for floats, one otherwise."""
+    def bind_flat(self, olds: Sequence[ir.Value], news: Sequence[ir.Value],
+                  f32_scales: bool = False) -> None:
+        """Map original values to consecutive new values: two for floats (data, then an i32
+        exponent, or an f32 scale with ``f32_scales``), one otherwise."""
         position = 0
         for old in olds:
             if is_scalable_type(old.type):
-                self.set(old, Scaled(news[position], Scale.dynamic(news[position + 1])))
+                scale = news[position + 1]
+                self.set(old, Scaled(news[position], Scale.dynamic_f32(scale) if f32_scales
+                                     else Scale.dynamic(scale)))
                 position += 2
             else:
                 self.set(old, news[position])
                 position += 1
+
+
+def _fold(emit: Emitter, name: str, values: Sequence[ir.Value]) -> ir.Value:
+    result = values[0]
+    for value in values[1:]:
+        result = emit.binary(name, result, value)
+    return result

@@ -2,7 +2,9 @@
 
 Scales are tracked symbolically while rewriting, so that a chain of multiplications,
 dots and reductions emits no runtime op at all until a scale has to exist as an SSA value
-(at a function result, a loop carry, or where two different runtime scales meet).
+(at a function result, a loop carry, or where two different runtime scales meet). At run
+time a scale is its exponent, an i32: products and ratios are exact integer adds that never
+overflow or underflow, and a scale becomes an f32 only at the entry function's boundary.
 """
 
 from __future__ import annotations
@@ -23,18 +25,20 @@ _FACTOR_IDS = itertools.count()
 
 @dataclass(frozen=True)
 class Factor:
-    """A runtime scale value, ordered by creation so that emitted IR is deterministic."""
+    """A runtime scale, ordered by creation so that emitted IR is deterministic: a rank-0 i32
+    exponent, or (``is_f32``) a rank-0 f32 power of two as the entry function receives it."""
 
     ident: int
     value: object = field(compare=False, hash=False)
+    is_f32: bool = field(default=False, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
 class Scale:
     """``2**exp * prod(value**power for value, power in factors)``.
 
-    ``factors`` holds runtime rank-0 f32 SSA values (powers of two themselves) with their
-    powers, sorted by creation order so that equal products compare equal.
+    ``factors`` holds runtime scales (``Factor``) with their powers, sorted by creation order
+    so that equal products compare equal.
     """
 
     exp: int = 0
@@ -49,8 +53,21 @@ class Scale:
         return not self.factors
 
     @staticmethod
-    def dynamic(value: object) -> Scale:
-        return Scale(0, ((Factor(next(_FACTOR_IDS), value), 1),))
+    def dynamic(exponent: object) -> Scale:
+        """The scale ``2**exponent`` of a runtime rank-0 i32."""
+        return Scale(0, ((Factor(next(_FACTOR_IDS), exponent), 1),))
+
+    @staticmethod
+    def dynamic_f32(value: object) -> Scale:
+        """The scale held by a runtime rank-0 f32 power of two."""
+        return Scale(0, ((Factor(next(_FACTOR_IDS), value, is_f32=True), 1),))
+
+    @property
+    def single_factor(self) -> Factor | None:
+        """The factor of a scale that is exactly one runtime factor, else None."""
+        if self.exp == 0 and len(self.factors) == 1 and self.factors[0][1] == 1:
+            return self.factors[0][0]
+        return None
 
     def times(self, other: Scale) -> Scale:
         return Scale(self.exp + other.exp, _merge(self.factors, other.factors, 1),

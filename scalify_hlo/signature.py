@@ -109,10 +109,21 @@ def split_inputs(original: EntrySignature, inputs: Sequence[np.ndarray],
         scale = scales[index] if scales is not None and index < len(scales) else None
         dtype = (data_dtype[index] if isinstance(data_dtype, (list, tuple))
                  else data_dtype)
-        scale = pow2_scale_of(x, dtype) if scale is None else np.float32(scale)
+        scale = pow2_scale_of(x, dtype) if scale is None else _checked_scale(scale, index)
         data = (x.astype(np.float64) / np.float64(scale)).astype(dtype or np.float32)
         flat += [data, np.asarray(scale, dtype=np.float32)]
     return flat
+
+
+def _checked_scale(scale: float, index: int) -> np.float32:
+    """A scale as the rewritten program reads it: a positive normal f32 power of two (its
+    exponent is read from the bits, so 3.0 would silently act as 2.0)."""
+    value = np.float32(scale)
+    mantissa, _ = np.frexp(value)
+    if not (np.isfinite(value) and value >= np.finfo(np.float32).tiny and mantissa == 0.5):
+        raise ScalifyError(f"input {index}: scale {float(scale)!r} is not a positive normal "
+                           f"power of two")
+    return value
 
 
 def input_data_dtypes(original: EntrySignature, scaled: EntrySignature) -> list[np.dtype | None]:

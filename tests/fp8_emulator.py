@@ -103,8 +103,13 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "stablehlo.minimum": np.minimum,
     "stablehlo.power": np.power,
     "stablehlo.atan2": np.arctan2,
-    "stablehlo.and": np.logical_and,
-    "stablehlo.or": np.logical_or,
+    "stablehlo.and": lambda a, b: a & b if a.dtype != np.bool_ else np.logical_and(a, b),
+    "stablehlo.or": lambda a, b: a | b if a.dtype != np.bool_ else np.logical_or(a, b),
+    # The i32 exponent arithmetic of runtime scales.
+    "stablehlo.shift_left": lambda a, b: np.left_shift(a, b),
+    "stablehlo.shift_right_logical": lambda a, b: (
+        a.view(np.uint32) >> b.astype(np.uint32)).view(np.int32),
+    "stablehlo.shift_right_arithmetic": np.right_shift,
 }
 
 _COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -348,6 +353,11 @@ class Fp8Emulator:
             out = np.where(exp > max_exp, np.copysign(np.float32(np.inf), out), out)
             out = np.where(exp < min_exp, np.copysign(np.float32(0), out), out)
         return [np.where(np.isnan(x), x, out).astype(np.float32)]
+
+    def op_bitcast_convert(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+        (x,) = args
+        return [np.ascontiguousarray(x).view(dtype_of(op.results[0].type)).reshape(
+            shape_of(op.results[0].type))]
 
     def op_clamp(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
         low, x, high = args

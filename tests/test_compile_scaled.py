@@ -178,15 +178,18 @@ def test_return_scaled_false_returns_plain_arrays(mlp: Case) -> None:
 
 
 def test_unchanged_scales_are_the_arguments_own(mlp: Case) -> None:
-    """SGD keeps each weight's scale: the step hands back the argument's scale array rather
-    than a copy XLA would make, and still a rank-0 f32 array when the argument's is not."""
+    """Under ``common-scale=first`` SGD keeps each weight's scale: the step hands back the
+    argument's scale array rather than a copy XLA would make, and still a rank-0 f32 array
+    when the argument's is not."""
+    step = compile_scaled(mlp.fn, *mlp.args,
+                          pipeline="inline,scalify{data-dtype=f32 common-scale=first},simplify")
     params, x, y = scale_tree(mlp.args, jnp.float32)
-    new_params, _ = mlp.step(params, x, y)
+    new_params, _ = step(params, x, y)
     for old, new in zip(jax.tree.leaves(params, is_leaf=is_scaled_leaf),
                         jax.tree.leaves(new_params, is_leaf=is_scaled_leaf), strict=True):
         assert new.scale is old.scale
     unit = [{name: ScaledArray(a.data, 1.0) for name, a in layer.items()} for layer in params]
-    output = mlp.step(unit, x, y)
+    output = step(unit, x, y)
     for leaf in jax.tree.leaves(output[0], is_leaf=is_scaled_leaf):
         assert isinstance(leaf.scale, jax.Array) and leaf.scale.dtype == jnp.float32
     reference = jax.jit(mlp.fn)(unscale_tree(unit), x.unscale(), y.unscale())

@@ -14,8 +14,10 @@ overflow and underflow, so an example is discarded when the original program lea
 normal range in any intermediate value (computed in f64 by a probe copy of the program that
 returns every intermediate), or when XLA's own rewrites of the original (it reassociates
 ``x / (x / x)`` into ``x * x / x``) take the f32 original far from the program as written.
-Inputs at *mixed* extreme scales (2^-100 next to 2^100) break exactness today: that test and
-the regression files in ``testdata/regressions/`` that reproduce it are strict xfails.
+Inputs at *mixed* extreme scales (2^-100 next to 2^100) are exact too: runtime scales are i32
+exponents (no product or ratio of scales overflows), ops that combine operands bring them to the
+max of their exponents and ops that merge them (select, concatenate) to the midpoint. The
+regression files in ``testdata/regressions/`` are the bugs this once had.
 
 ``SCALIFY_PROPERTY_EXAMPLES=500`` runs a longer random search (CI runs a fixed, derandomized
 set); ``SCALIFY_SAVE_REGRESSIONS=1`` writes the shrunk failing program of a failing run to
@@ -578,21 +580,13 @@ def test_one_extreme_scale_is_exact(program: Program, seed: int, k: int) -> None
     _check_or_save("one_extreme_scale", program, [k], seed)
 
 
-MIXED_EXTREME_BUG = (
-    "bug: with inputs at 2^100 and 2^-100 in one program, ops that bring operands to a common "
-    "scale (add, select, concatenate, ...) overflow or underflow: common-scale=first (the "
-    "f32 default) computes the runtime ratio 2^200 in f32 (inf) and returns inf/NaN for a "
-    "finite original; see testdata/regressions/mixed-extreme-*.mlir")
-
-
 def _add_program() -> Program:
-    """``%arg0 + %arg1`` on tensor<4xf32>: the smallest program the mixed-scale bug breaks."""
+    """``%arg0 + %arg1`` on tensor<4xf32>: the smallest program the mixed-scale bug broke."""
     add = '  %v1 = "stablehlo.add"(%arg0, %arg1) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>'
     return Program(args=[(4,), (4,)], lines=[add], values=[("%arg0", (4,)), ("%arg1", (4,)),
                    ("%v1", (4,))], results=[("%v1", (4,))], counter=1, ops={"stablehlo.add"})
 
 
-@pytest.mark.xfail(strict=True, reason=MIXED_EXTREME_BUG)
 @SETTINGS
 @example(program=_add_program(), seed=0, exponents=[-100, 100, 0])
 @given(program=programs(max_steps=4), seed=st.integers(0, 2 ** 16),

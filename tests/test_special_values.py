@@ -325,8 +325,12 @@ def test_out_of_range_scales_are_saturated_and_reported(name: str) -> None:
     signature = entry_signature(text)
     raw = run_executable(compile_module(result.output.decode()),
                          split_inputs(signature, [a], [1.0]))
-    assert float(raw[1]) == 2.0 ** exponent  # the saturated scale: finite, not 0
-    assert np.all(np.isfinite(raw[0]))
+    assert float(raw[1]) == 2.0 ** exponent  # the saturated scale: a normal f32, not 0 or inf
+    # What the scale could not hold went into the data: the value is the original's (inf or
+    # 0 here: these programs overflow or underflow f32 themselves), not 2^127 times the data.
+    original = run_executable(compile_module(text), [a])[0]
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(raw[0] * np.float32(raw[1]), original)
 
 
 def test_out_of_range_intermediate_scale_that_comes_back_is_exact() -> None:
@@ -368,3 +372,15 @@ def test_cli_reports_saturation(tmp_path: Path) -> None:
     assert any(line.startswith("warning:") and "saturated to 2^127" in line
                for line in proc.stderr.splitlines()), proc.stderr
     assert "scalify.saturated-scales: 1" in proc.stderr
+
+
+@pytest.mark.parametrize("scale", [3.0, 0.0, -2.0, float("inf"), float("nan"), 1e-45])
+def test_a_scale_that_is_no_positive_normal_power_of_two_is_refused(scale: float) -> None:
+    """The rewritten program reads a scale's exponent from its bits, so 3.0 would act as 2.0
+    and -2.0 as 2^129: splitting inputs refuses such a scale with a one-line error."""
+    from scalify_hlo.errors import ScalifyError
+
+    text = _module("%a: tensor<4xf32>", "  return %a : tensor<4xf32>", "tensor<4xf32>")
+    with pytest.raises(ScalifyError, match=r"^input 0: scale .* is not a positive normal power "
+                                           r"of two$"):
+        split_inputs(entry_signature(text), [np.ones(4, np.float32)], [scale])

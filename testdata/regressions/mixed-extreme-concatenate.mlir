@@ -1,6 +1,7 @@
 // concatenate of an input at 2^-100 and one at 2^100: the second part is rescaled by 2^200 (inf in
 // f32) and comes out as inf instead of about 1e30.
-// XFAIL: bug: common-scale=first: runtime scale ratio overflows f32 (inf result)
+// Fixed bug (common-scale=first: runtime scale ratio overflows f32 (inf result)): runtime scales are now i32 exponents, exact;
+// the common scale is the max of the exponents (the midpoint for select/concatenate in f32).
 // RUN: scalify-hlo rewrite %s --pipeline 'scalify{data-dtype=f32},simplify' | filecheck %s
 // CHECK-LABEL: @main
 // SCALES: -100 100

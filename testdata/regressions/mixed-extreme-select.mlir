@@ -2,7 +2,8 @@
 // common one, so the other operand's data is multiplied by 2^-200 = 0 in f32: the selected small
 // values come out as 0 instead of about 1e-31. (The predicate picks only the small operand,
 // so that the absolute error floor of the comparison, relative to the largest output, is tiny.)
-// XFAIL: bug: common-scale=first: runtime scale ratio underflows f32 (selected values become 0)
+// Fixed bug (common-scale=first: runtime scale ratio underflows f32 (selected values become 0)): runtime scales are now i32 exponents, exact;
+// the common scale is the max of the exponents (the midpoint for select/concatenate in f32).
 // RUN: scalify-hlo rewrite %s --pipeline 'scalify{data-dtype=f32},simplify' | filecheck %s
 // CHECK-LABEL: @main
 // SCALES: 100 -100

@@ -1,7 +1,8 @@
 // As runtime-scale-underflow, but the product's zero scale is carried by a while loop: the add in
 // the body divides x's scale by the carried 0 scale (inf) and every result is NaN instead of x
 // (about 1e-31).
-// XFAIL: bug: runtime scale product underflows to 0; loop-carried zero scale gives NaN
+// Fixed bug (runtime scale product underflows to 0; loop-carried zero scale gives NaN): runtime scales are now i32 exponents, exact;
+// the common scale is the max of the exponents (the midpoint for select/concatenate in f32).
 // RUN: scalify-hlo rewrite %s --pipeline 'scalify{data-dtype=f32},simplify' | filecheck %s
 // CHECK-LABEL: @main
 // SCALES: -100

@@ -6,10 +6,14 @@
 // fp8-dots after scalify, as in the default pipeline: the f32 module becomes
 // (f16 data, f32 scale) pairs and fp8-dots casts the f16 data operands of each
 // dot. Scales never enter the dot: the unit-scaling factor of the dot rule
-// (data * 2^-k, scale a_s * b_s * 2^k, 2^k nearest sqrt(K)) multiplies the f32
+// (data * 2^-k, exponent e_a + e_b + k, 2^k nearest sqrt(K)) multiplies the f32
 // GEMM result before the convert to f16 (where XLA folds it into the GEMM).
+// The i32 exponents of the scale arguments, e = (bits(s) >> 23) - 127, are
+// added; at the result the f32 scale is 2^clamp(e, -126, 127) and the f16
+// data is multiplied, in f32, by the excess 2^clamp(e - clamp(e, -126, 127),
+// -127, 127), each factor built from bits, bitcast((k + 127) << 23).
 
-// A forward dot, K = 16: data * 2^-2, scale x_s * w_s * 4.
+// A forward dot, K = 16: data * 2^-2, exponent e_x + e_w + 2.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<8x16xf16>, [[XS:%.*]]: tensor<f32>, [[W:%.*]]: tensor<16x4xf16>, [[WS:%.*]]: tensor<f32>)
@@ -26,11 +30,48 @@
 // CHECK-NEXT:    [[Q:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<8x4xf32>
 // CHECK-NEXT:    [[DQ:%.*]] = stablehlo.multiply [[D]], [[Q]] : tensor<8x4xf32>
 // CHECK-NEXT:    [[Y:%.*]] = stablehlo.convert [[DQ]] : (tensor<8x4xf32>) -> tensor<8x4xf16>
-// CHECK-NEXT:    [[P:%.*]] = stablehlo.multiply [[XS]], [[WS]] : tensor<f32>
-// CHECK-NEXT:    [[FOUR:%.*]] = stablehlo.constant dense<4.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[P]], [[FOUR]] : tensor<f32>
-// CHECK-NEXT:    return [[Y]], [[S]] : tensor<8x4xf16>, tensor<f32>
+// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[WB:%.*]] = stablehlo.bitcast_convert [[WS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[WSH:%.*]] = stablehlo.shift_right_logical [[WB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EW:%.*]] = stablehlo.subtract [[WSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[P:%.*]] = stablehlo.add [[EX]], [[EW]] : tensor<i32>
+// CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<2> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[P]], [[K]] : tensor<i32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[YW:%.*]] = stablehlo.convert [[Y]] : (tensor<8x4xf16>) -> tensor<8x4xf32>
+// CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<8x4xf32>
+// CHECK-NEXT:    [[YL:%.*]] = stablehlo.multiply [[YW]], [[FLB]] : tensor<8x4xf32>
+// CHECK-NEXT:    [[R:%.*]] = stablehlo.convert [[YL]] : (tensor<8x4xf32>) -> tensor<8x4xf16>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KS:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[KS]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KSS:%.*]] = stablehlo.shift_left [[KSB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[S:%.*]] = stablehlo.bitcast_convert [[KSS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R]], [[S]] : tensor<8x4xf16>, tensor<f32>
+
 // simplify CSEs the clamp bounds: one pair of constants serves both operands.
+// It also hoists and CSEs the i32 constants, so the one clamp of e to
+// [-126, 127] serves both the excess and the returned scale.
 // SIMP-LABEL: func.func public @main
 // SIMP-SAME:    -> (tensor<8x4xf16>, tensor<f32>)
 // SIMP:         [[LO:%.*]] = stablehlo.constant dense<-4.480000e+02> : tensor<f16>
@@ -40,6 +81,14 @@
 // SIMP-NEXT:    [[WC:%.*]] = stablehlo.clamp [[LO]], %arg2, [[HI]] : (tensor<f16>, tensor<16x4xf16>, tensor<f16>) -> tensor<16x4xf16>
 // SIMP-NEXT:    [[W8:%.*]] = stablehlo.convert [[WC]] : (tensor<16x4xf16>) -> tensor<16x4xf8E4M3FN>
 // SIMP-NEXT:    stablehlo.dot_general [[X8]], [[W8]], contracting_dims = [1] x [0] : (tensor<8x16xf8E4M3FN>, tensor<16x4xf8E4M3FN>) -> tensor<8x4xf32>
+// SIMP:         [[P:%.*]] = stablehlo.add {{%.*}}, {{%.*}} : tensor<i32>
+// SIMP-NEXT:    [[E:%.*]] = stablehlo.add [[P]], {{%.*}} : tensor<i32>
+// SIMP-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], [[C127:%.*]] : tensor<i32>
+// SIMP-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
+// SIMP:         [[SB:%.*]] = stablehlo.add [[EH]], [[C127]] : tensor<i32>
+// SIMP-NEXT:    [[SS:%.*]] = stablehlo.shift_left [[SB]], {{%.*}} : tensor<i32>
+// SIMP-NEXT:    [[S:%.*]] = stablehlo.bitcast_convert [[SS]] : (tensor<i32>) -> tensor<f32>
+// SIMP-NEXT:    return {{%.*}}, [[S]] : tensor<8x4xf16>, tensor<f32>
 func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4xf32> {
   %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32> loc("jit(step)/jvp(loss)/dot_general")
   return %0 : tensor<8x4xf32>
@@ -47,11 +96,12 @@ func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4
 
 // -----
 
-// dgrad (K = 4: data * 2^-1) and wgrad (K = 8: data * 2^-2) of a backward
-// pass: scalify keeps the locations, so dy's data (the negate under
-// `transpose(jvp(...))`) is still recognized as a gradient and cast to E5M2.
-// Without simplify each dot casts dy on its own; simplify CSEs the two casts
-// into one E5M2 value shared by both dots, and hoists the constants.
+// dgrad (K = 4: data * 2^-1, exponent e_w + e_g + 1) and wgrad (K = 8:
+// data * 2^-2, exponent e_x + e_g + 2) of a backward pass: scalify keeps the
+// locations, so dy's data (the negate under `transpose(jvp(...))`) is still
+// recognized as a gradient and cast to E5M2. Without simplify each dot casts
+// dy on its own; simplify CSEs the two casts into one E5M2 value shared by
+// both dots, and hoists the constants.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<8x16xf16>, [[XS:%.*]]: tensor<f32>, [[W:%.*]]: tensor<16x4xf16>, [[WS:%.*]]: tensor<f32>, [[G:%.*]]: tensor<8x4xf16>, [[GS:%.*]]: tensor<f32>)
@@ -81,13 +131,76 @@ func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4
 // CHECK-NEXT:    [[QUARTER:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<16x4xf32>
 // CHECK-NEXT:    [[DWQ:%.*]] = stablehlo.multiply [[DW]], [[QUARTER]] : tensor<16x4xf32>
 // CHECK-NEXT:    [[DWD:%.*]] = stablehlo.convert [[DWQ]] : (tensor<16x4xf32>) -> tensor<16x4xf16>
-// CHECK-NEXT:    [[P1:%.*]] = stablehlo.multiply [[WS]], [[GS]] : tensor<f32>
-// CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[DXS:%.*]] = stablehlo.multiply [[P1]], [[TWO]] : tensor<f32>
-// CHECK-NEXT:    [[P2:%.*]] = stablehlo.multiply [[XS]], [[GS]] : tensor<f32>
-// CHECK-NEXT:    [[FOUR:%.*]] = stablehlo.constant dense<4.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[DWS:%.*]] = stablehlo.multiply [[P2]], [[FOUR]] : tensor<f32>
-// CHECK-NEXT:    return [[DXD]], [[DXS]], [[DWD]], [[DWS]] : tensor<8x16xf16>, tensor<f32>, tensor<16x4xf16>, tensor<f32>
+// CHECK-NEXT:    [[WB:%.*]] = stablehlo.bitcast_convert [[WS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[WSH:%.*]] = stablehlo.shift_right_logical [[WB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EW:%.*]] = stablehlo.subtract [[WSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[GB:%.*]] = stablehlo.bitcast_convert [[GS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[GSH:%.*]] = stablehlo.shift_right_logical [[GB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EG:%.*]] = stablehlo.subtract [[GSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[P1:%.*]] = stablehlo.add [[EW]], [[EG]] : tensor<i32>
+// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
+// CHECK-NEXT:    [[EDX:%.*]] = stablehlo.add [[P1]], [[ONE]] : tensor<i32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EH1:%.*]] = stablehlo.clamp [[CM126]], [[EDX]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[EXC1:%.*]] = stablehlo.subtract [[EDX]], [[EH1]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KL1:%.*]] = stablehlo.clamp [[CM127]], [[EXC1]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KLB1:%.*]] = stablehlo.add [[KL1]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KLS1:%.*]] = stablehlo.shift_left [[KLB1]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[FL1:%.*]] = stablehlo.bitcast_convert [[KLS1]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[DXW:%.*]] = stablehlo.convert [[DXD]] : (tensor<8x16xf16>) -> tensor<8x16xf32>
+// CHECK-NEXT:    [[FLB1:%.*]] = stablehlo.broadcast_in_dim [[FL1]], dims = [] : (tensor<f32>) -> tensor<8x16xf32>
+// CHECK-NEXT:    [[DXL:%.*]] = stablehlo.multiply [[DXW]], [[FLB1]] : tensor<8x16xf32>
+// CHECK-NEXT:    [[RDX:%.*]] = stablehlo.convert [[DXL]] : (tensor<8x16xf32>) -> tensor<8x16xf16>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KS1:%.*]] = stablehlo.clamp [[CM126]], [[EDX]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KSB1:%.*]] = stablehlo.add [[KS1]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KSS1:%.*]] = stablehlo.shift_left [[KSB1]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[SDX:%.*]] = stablehlo.bitcast_convert [[KSS1]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[P2:%.*]] = stablehlo.add [[EX]], [[EG]] : tensor<i32>
+// CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2> : tensor<i32>
+// CHECK-NEXT:    [[EDW:%.*]] = stablehlo.add [[P2]], [[TWO]] : tensor<i32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EH2:%.*]] = stablehlo.clamp [[CM126]], [[EDW]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[EXC2:%.*]] = stablehlo.subtract [[EDW]], [[EH2]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KL2:%.*]] = stablehlo.clamp [[CM127]], [[EXC2]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KLB2:%.*]] = stablehlo.add [[KL2]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KLS2:%.*]] = stablehlo.shift_left [[KLB2]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[FL2:%.*]] = stablehlo.bitcast_convert [[KLS2]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[DWW:%.*]] = stablehlo.convert [[DWD]] : (tensor<16x4xf16>) -> tensor<16x4xf32>
+// CHECK-NEXT:    [[FLB2:%.*]] = stablehlo.broadcast_in_dim [[FL2]], dims = [] : (tensor<f32>) -> tensor<16x4xf32>
+// CHECK-NEXT:    [[DWL:%.*]] = stablehlo.multiply [[DWW]], [[FLB2]] : tensor<16x4xf32>
+// CHECK-NEXT:    [[RDW:%.*]] = stablehlo.convert [[DWL]] : (tensor<16x4xf32>) -> tensor<16x4xf16>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KS2:%.*]] = stablehlo.clamp [[CM126]], [[EDW]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KSB2:%.*]] = stablehlo.add [[KS2]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KSS2:%.*]] = stablehlo.shift_left [[KSB2]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[SDW:%.*]] = stablehlo.bitcast_convert [[KSS2]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[RDX]], [[SDX]], [[RDW]], [[SDW]] : tensor<8x16xf16>, tensor<f32>, tensor<16x4xf16>, tensor<f32>
 
 // SIMP-LABEL: func.func public @main
 // SIMP-SAME:    -> (tensor<8x16xf16>, tensor<f32>, tensor<16x4xf16>, tensor<f32>)

@@ -1,36 +1,109 @@
 // RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
 // RUN: scalify-hlo rewrite %s --split-input-file \
-// RUN:   --pipeline 'scalify{data-dtype=f32 common-scale=max}' | filecheck %s --check-prefix MAX
+// RUN:   --pipeline 'scalify{data-dtype=f32 common-scale=first}' | filecheck %s --check-prefix FIRST
 
 // Additive family (add, subtract): operands rescaled to a common power-of-two
-// scale, then added; the result has the common scale. The MAX prefix checks
-// only the first three cases.
+// scale, then added; the result has the common scale. Runtime scales are i32
+// exponents: an f32 scale argument s becomes e = (bits(s) >> 23) - 127, and
+// data is multiplied by 2^k through a factor built from bits,
+// bitcast((clamp(-127, k, 127) + 127) << 23). The FIRST prefix (common-scale=first)
+// checks only the first three cases.
 
-// Two runtime scales. common-scale=first (the default for f32 data): the sum
-// takes x's scale and y's data is multiplied by y_s / x_s.
+// Two runtime scales. common-scale=auto is max for every data dtype: the sum
+// takes e = max(e_x, e_y), both data are multiplied by 2^(e_x - e) and
+// 2^(e_y - e) (they shrink or stay). At the result, the f32 scale is
+// 2^clamp(e, -126, 127) and the data takes the excess 2^(e - that clamp).
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[R:%.*]] = stablehlo.divide [[YS]], [[XS]] : tensor<f32>
-// CHECK-NEXT:    [[RB:%.*]] = stablehlo.broadcast_in_dim [[R]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[Y1:%.*]] = stablehlo.multiply [[Y]], [[RB]] : tensor<4xf32>
-// CHECK-NEXT:    [[A:%.*]] = stablehlo.add [[X]], [[Y1]] : tensor<4xf32>
-// CHECK-NEXT:    return [[A]], [[XS]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[YB:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[YSH:%.*]] = stablehlo.shift_right_logical [[YB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EY:%.*]] = stablehlo.subtract [[YSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[EX]], [[EY]] : tensor<i32>
+// CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[EX]], [[E]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KX:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KXB:%.*]] = stablehlo.add [[KX]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KXS:%.*]] = stablehlo.shift_left [[KXB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[FX:%.*]] = stablehlo.bitcast_convert [[KXS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[FXB:%.*]] = stablehlo.broadcast_in_dim [[FX]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[FXB]] : tensor<4xf32>
+// CHECK-NEXT:    [[DY:%.*]] = stablehlo.subtract [[EY]], [[E]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KY:%.*]] = stablehlo.clamp [[CM127]], [[DY]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KYB:%.*]] = stablehlo.add [[KY]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KYS:%.*]] = stablehlo.shift_left [[KYB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[FY:%.*]] = stablehlo.bitcast_convert [[KYS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[FYB:%.*]] = stablehlo.broadcast_in_dim [[FY]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[Y1:%.*]] = stablehlo.multiply [[Y]], [[FYB]] : tensor<4xf32>
+// CHECK-NEXT:    [[A:%.*]] = stablehlo.add [[X1]], [[Y1]] : tensor<4xf32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[HI]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[R:%.*]] = stablehlo.multiply [[A]], [[FLB]] : tensor<4xf32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KS:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[KS]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KSS:%.*]] = stablehlo.shift_left [[KSB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[S:%.*]] = stablehlo.bitcast_convert [[KSS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R]], [[S]] : tensor<4xf32>, tensor<f32>
 
-// common-scale=max: the sum takes max(x_s, y_s); both data shrink or stay.
+// common-scale=first: the sum takes x's scale, returned as the argument
+// itself, and y's data is multiplied by 2^(e_y - e_x).
 
-// MAX-LABEL: func.func public @main
-// MAX-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>)
-// MAX-NEXT:    [[S:%.*]] = stablehlo.maximum [[XS]], [[YS]] : tensor<f32>
-// MAX-NEXT:    [[RX:%.*]] = stablehlo.divide [[XS]], [[S]] : tensor<f32>
-// MAX-NEXT:    [[RXB:%.*]] = stablehlo.broadcast_in_dim [[RX]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// MAX-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[RXB]] : tensor<4xf32>
-// MAX-NEXT:    [[RY:%.*]] = stablehlo.divide [[YS]], [[S]] : tensor<f32>
-// MAX-NEXT:    [[RYB:%.*]] = stablehlo.broadcast_in_dim [[RY]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// MAX-NEXT:    [[Y1:%.*]] = stablehlo.multiply [[Y]], [[RYB]] : tensor<4xf32>
-// MAX-NEXT:    [[A:%.*]] = stablehlo.add [[X1]], [[Y1]] : tensor<4xf32>
-// MAX-NEXT:    return [[A]], [[S]] : tensor<4xf32>, tensor<f32>
+// FIRST-LABEL: func.func public @main
+// FIRST-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>)
+// FIRST-SAME:    -> (tensor<4xf32>, tensor<f32>)
+// FIRST-NEXT:    [[YB:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
+// FIRST-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// FIRST-NEXT:    [[YSH:%.*]] = stablehlo.shift_right_logical [[YB]], [[C23]] : tensor<i32>
+// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// FIRST-NEXT:    [[EY:%.*]] = stablehlo.subtract [[YSH]], [[C127]] : tensor<i32>
+// FIRST-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// FIRST-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// FIRST-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
+// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// FIRST-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// FIRST-NEXT:    [[DY:%.*]] = stablehlo.subtract [[EY]], [[EX]] : tensor<i32>
+// FIRST-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// FIRST-NEXT:    [[KY:%.*]] = stablehlo.clamp [[CM127]], [[DY]], [[C127]] : tensor<i32>
+// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// FIRST-NEXT:    [[KYB:%.*]] = stablehlo.add [[KY]], [[C127]] : tensor<i32>
+// FIRST-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// FIRST-NEXT:    [[KYS:%.*]] = stablehlo.shift_left [[KYB]], [[C23]] : tensor<i32>
+// FIRST-NEXT:    [[FY:%.*]] = stablehlo.bitcast_convert [[KYS]] : (tensor<i32>) -> tensor<f32>
+// FIRST-NEXT:    [[FYB:%.*]] = stablehlo.broadcast_in_dim [[FY]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// FIRST-NEXT:    [[Y1:%.*]] = stablehlo.multiply [[Y]], [[FYB]] : tensor<4xf32>
+// FIRST-NEXT:    [[A:%.*]] = stablehlo.add [[X]], [[Y1]] : tensor<4xf32>
+// FIRST-NEXT:    return [[A]], [[XS]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %arg0, %arg1 : tensor<4xf32>
   return %0 : tensor<4xf32>
@@ -38,38 +111,93 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf
 
 // -----
 
-// A constant: 3.0 splits into data 1.5 at the static scale 2^1, and is brought
-// to x's runtime scale by the factor 2 / x_s.
+// A constant: 3.0 splits into data 1.5 at the static scale 2^1 (the i32
+// exponent constant 1). The sum takes e = max(e_x, 1); x's data is multiplied
+// by 2^(e_x - e) and the constant's by 2^(1 - e).
 
 // CHECK-LABEL: func.func public @main
-// CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
+// CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
+// CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[C:%.*]] = stablehlo.constant dense<1.500000e+00> : tensor<4xf32>
-// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[INV:%.*]] = stablehlo.divide [[ONE]], [[XS]] : tensor<f32>
-// CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[R:%.*]] = stablehlo.multiply [[INV]], [[TWO]] : tensor<f32>
-// CHECK-NEXT:    [[RB:%.*]] = stablehlo.broadcast_in_dim [[R]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[C1:%.*]] = stablehlo.multiply [[C]], [[RB]] : tensor<4xf32>
-// CHECK-NEXT:    [[A:%.*]] = stablehlo.add [[X]], [[C1]] : tensor<4xf32>
-// CHECK-NEXT:    return [[A]], [[XS]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[EX]], [[ONE]] : tensor<i32>
+// CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[EX]], [[E]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KX:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KXB:%.*]] = stablehlo.add [[KX]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KXS:%.*]] = stablehlo.shift_left [[KXB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[FX:%.*]] = stablehlo.bitcast_convert [[KXS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[FXB:%.*]] = stablehlo.broadcast_in_dim [[FX]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[FXB]] : tensor<4xf32>
+// CHECK-NEXT:    [[DC:%.*]] = stablehlo.subtract [[ONE]], [[E]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KC:%.*]] = stablehlo.clamp [[CM127]], [[DC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KCB:%.*]] = stablehlo.add [[KC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KCS:%.*]] = stablehlo.shift_left [[KCB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[FC:%.*]] = stablehlo.bitcast_convert [[KCS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[FCB:%.*]] = stablehlo.broadcast_in_dim [[FC]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[C1:%.*]] = stablehlo.multiply [[C]], [[FCB]] : tensor<4xf32>
+// CHECK-NEXT:    [[A:%.*]] = stablehlo.add [[X1]], [[C1]] : tensor<4xf32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[HI]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[R:%.*]] = stablehlo.multiply [[A]], [[FLB]] : tensor<4xf32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KS:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[KS]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KSS:%.*]] = stablehlo.shift_left [[KSB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[S:%.*]] = stablehlo.bitcast_convert [[KSS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R]], [[S]] : tensor<4xf32>, tensor<f32>
 
-// common-scale=max: the runtime maximum of x_s and the static 2.0.
+// common-scale=first: the constant is brought to x's scale by 2^(1 - e_x).
 
-// MAX-LABEL: func.func public @main
-// MAX-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// MAX-NEXT:    [[C:%.*]] = stablehlo.constant dense<1.500000e+00> : tensor<4xf32>
-// MAX-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2.000000e+00> : tensor<f32>
-// MAX-NEXT:    [[S:%.*]] = stablehlo.maximum [[XS]], [[TWO]] : tensor<f32>
-// MAX-NEXT:    [[RX:%.*]] = stablehlo.divide [[XS]], [[S]] : tensor<f32>
-// MAX-NEXT:    [[RXB:%.*]] = stablehlo.broadcast_in_dim [[RX]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// MAX-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[RXB]] : tensor<4xf32>
-// MAX-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
-// MAX-NEXT:    [[INV:%.*]] = stablehlo.divide [[ONE]], [[S]] : tensor<f32>
-// MAX-NEXT:    [[RC:%.*]] = stablehlo.multiply [[INV]], [[TWO]] : tensor<f32>
-// MAX-NEXT:    [[RCB:%.*]] = stablehlo.broadcast_in_dim [[RC]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// MAX-NEXT:    [[C1:%.*]] = stablehlo.multiply [[C]], [[RCB]] : tensor<4xf32>
-// MAX-NEXT:    [[A:%.*]] = stablehlo.add [[X1]], [[C1]] : tensor<4xf32>
-// MAX-NEXT:    return [[A]], [[S]] : tensor<4xf32>, tensor<f32>
+// FIRST-LABEL: func.func public @main
+// FIRST-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
+// FIRST-SAME:    -> (tensor<4xf32>, tensor<f32>)
+// FIRST-NEXT:    [[C:%.*]] = stablehlo.constant dense<1.500000e+00> : tensor<4xf32>
+// FIRST-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
+// FIRST-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// FIRST-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// FIRST-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
+// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// FIRST-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// FIRST-NEXT:    [[DC:%.*]] = stablehlo.subtract [[ONE]], [[EX]] : tensor<i32>
+// FIRST-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// FIRST-NEXT:    [[KC:%.*]] = stablehlo.clamp [[CM127]], [[DC]], [[C127]] : tensor<i32>
+// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// FIRST-NEXT:    [[KCB:%.*]] = stablehlo.add [[KC]], [[C127]] : tensor<i32>
+// FIRST-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// FIRST-NEXT:    [[KCS:%.*]] = stablehlo.shift_left [[KCB]], [[C23]] : tensor<i32>
+// FIRST-NEXT:    [[FC:%.*]] = stablehlo.bitcast_convert [[KCS]] : (tensor<i32>) -> tensor<f32>
+// FIRST-NEXT:    [[FCB:%.*]] = stablehlo.broadcast_in_dim [[FC]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// FIRST-NEXT:    [[CC:%.*]] = stablehlo.multiply [[C]], [[FCB]] : tensor<4xf32>
+// FIRST-NEXT:    [[A:%.*]] = stablehlo.add [[X]], [[CC]] : tensor<4xf32>
+// FIRST-NEXT:    return [[A]], [[XS]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %cst = stablehlo.constant dense<3.0> : tensor<4xf32>
   %0 = stablehlo.add %arg0, %cst : tensor<4xf32>
@@ -79,7 +207,7 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // A zero constant is 'any scale': it is added as is and never forces a
-// rescale, under either common-scale rule.
+// rescale, under either common-scale rule; x's scale is returned as is.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
@@ -87,11 +215,11 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    [[A:%.*]] = stablehlo.add [[X]], [[Z]] : tensor<4xf32>
 // CHECK-NEXT:    return [[A]], [[XS]] : tensor<4xf32>, tensor<f32>
 
-// MAX-LABEL: func.func public @main
-// MAX-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// MAX-NEXT:    [[Z:%.*]] = stablehlo.constant dense<0.000000e+00> : tensor<4xf32>
-// MAX-NEXT:    [[A:%.*]] = stablehlo.add [[X]], [[Z]] : tensor<4xf32>
-// MAX-NEXT:    return [[A]], [[XS]] : tensor<4xf32>, tensor<f32>
+// FIRST-LABEL: func.func public @main
+// FIRST-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
+// FIRST-NEXT:    [[Z:%.*]] = stablehlo.constant dense<0.000000e+00> : tensor<4xf32>
+// FIRST-NEXT:    [[A:%.*]] = stablehlo.add [[X]], [[Z]] : tensor<4xf32>
+// FIRST-NEXT:    return [[A]], [[XS]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %cst = stablehlo.constant dense<0.0> : tensor<4xf32>
   %0 = stablehlo.add %arg0, %cst : tensor<4xf32>
@@ -101,7 +229,8 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Two static scales: the larger one (2^1) is chosen at rewrite time and 0.5
-// (data 1.0 at 2^-1) is shifted by the static factor 2^-2; no runtime scale op.
+// (data 1.0 at 2^-1) is shifted by the static factor 2^-2; no runtime scale op,
+// and the static result scale is returned as an f32 constant.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    () -> (tensor<4xf32>, tensor<f32>)

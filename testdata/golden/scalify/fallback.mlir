@@ -8,11 +8,43 @@
 // types, its float results are re-encoded at scale 1, and it is reported (a
 // warning; an error under scalify{strict=true}). Ops that touch no float are
 // copied as they are and not reported.
+//
+// Unscaling multiplies the data by 2^e (e the i32 exponent of x_s) in two
+// factors built from bits, high = 2^clamp(e, -126, 127) and
+// low = 2^clamp(e - high's exponent, -127, 127), so an exponent outside the
+// normal f32 range still reaches the data (2^-127 is built as 0).
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<3x3xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<3x3xf32>, tensor<f32>)
-// CHECK-NEXT:    [[SB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<3x3xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[SB]] : tensor<3x3xf32>
+// CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[SH:%.*]] = stablehlo.shift_right_logical [[BITS]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[SH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[HLO:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[HHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp [[HLO]], [[E]], [[HHI]] : tensor<i32>
+// CHECK-NEXT:    [[HBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HB:%.*]] = stablehlo.add [[HE]], [[HBIAS]] : tensor<i32>
+// CHECK-NEXT:    [[HC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[HBITS:%.*]] = stablehlo.shift_left [[HB]], [[HC23]] : tensor<i32>
+// CHECK-NEXT:    [[HF:%.*]] = stablehlo.bitcast_convert [[HBITS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[HFB:%.*]] = stablehlo.broadcast_in_dim [[HF]], dims = [] : (tensor<f32>) -> tensor<3x3xf32>
+// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<3x3xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[E]], [[HE2]] : tensor<i32>
+// CHECK-NEXT:    [[LLO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[LHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp [[LLO]], [[REST]], [[LHI]] : tensor<i32>
+// CHECK-NEXT:    [[LBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[LB:%.*]] = stablehlo.add [[LE]], [[LBIAS]] : tensor<i32>
+// CHECK-NEXT:    [[LC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[LBITS:%.*]] = stablehlo.shift_left [[LB]], [[LC23]] : tensor<i32>
+// CHECK-NEXT:    [[LF:%.*]] = stablehlo.bitcast_convert [[LBITS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[LFB:%.*]] = stablehlo.broadcast_in_dim [[LF]], dims = [] : (tensor<f32>) -> tensor<3x3xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<3x3xf32>
 // CHECK-NEXT:    [[L:%.*]] = stablehlo.cholesky [[U]], lower = true : tensor<3x3xf32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    return [[L]], [[ONE]] : tensor<3x3xf32>, tensor<f32>

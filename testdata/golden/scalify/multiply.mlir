@@ -1,14 +1,35 @@
 // RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
 
-// Multiply family: the op on the data, the result scale is the product of the
-// operand scales (one rank-0 multiply, no tensor-sized work).
+// Multiply family: the op on the data; the result exponent is the sum of the
+// operands' i32 exponents (one rank-0 i32 add, no tensor-sized work). At the
+// result the exponent e becomes the f32 scale 2^clamp(e, -126, 127), the excess
+// multiplied into the data.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[M:%.*]] = stablehlo.multiply [[X]], [[Y]] : tensor<4xf32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[YS]] : tensor<f32>
-// CHECK-NEXT:    return [[M]], [[S]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[YEBITS:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[YEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[YESH:%.*]] = stablehlo.shift_right_logical [[YEBITS]], [[YEC23]] : tensor<i32>
+// CHECK-NEXT:    [[YEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[YE:%.*]] = stablehlo.subtract [[YESH]], [[YEC127]] : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE]], [[YE]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
+// CHECK:         [[R1:%.*]] = stablehlo.multiply [[M]], {{%.*}} : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.multiply %arg0, %arg1 : tensor<4xf32>
   return %0 : tensor<4xf32>
@@ -17,15 +38,29 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf
 // -----
 
 // A constant 0.1 becomes data 1.6 with the static scale 2^-4, which folds
-// into the result scale: x_s * 0.0625.
+// into the result exponent: x's exponent plus the i32 constant -4.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[C:%.*]] = stablehlo.constant dense<1.600000e+00> : tensor<4xf32>
 // CHECK-NEXT:    [[M:%.*]] = stablehlo.multiply [[X]], [[C]] : tensor<4xf32>
-// CHECK-NEXT:    [[E:%.*]] = stablehlo.constant dense<6.250000e-02> : tensor<f32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[E]] : tensor<f32>
-// CHECK-NEXT:    return [[M]], [[S]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[M4:%.*]] = stablehlo.constant dense<-4> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE]], [[M4]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
+// CHECK:         [[R1:%.*]] = stablehlo.multiply [[M]], {{%.*}} : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %cst = stablehlo.constant dense<0.1> : tensor<4xf32>
   %0 = stablehlo.multiply %arg0, %cst : tensor<4xf32>
@@ -34,17 +69,37 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Scales stay symbolic through a chain: x * y * x has scale x_s^2 * y_s, only
-// materialized at the return.
+// Scales stay symbolic through a chain: x * y * x has exponent 2 * x_e + y_e
+// (an i32 multiply by 2 and an add), only materialized at the return.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[M1:%.*]] = stablehlo.multiply [[X]], [[Y]] : tensor<4xf32>
 // CHECK-NEXT:    [[M2:%.*]] = stablehlo.multiply [[M1]], [[X]] : tensor<4xf32>
-// CHECK-NEXT:    [[XS2:%.*]] = stablehlo.multiply [[XS]], [[XS]] : tensor<f32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS2]], [[YS]] : tensor<f32>
-// CHECK-NEXT:    return [[M2]], [[S]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2> : tensor<i32>
+// CHECK-NEXT:    [[XE2:%.*]] = stablehlo.multiply [[XE]], [[TWO]] : tensor<i32>
+// CHECK-NEXT:    [[YEBITS:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[YEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[YESH:%.*]] = stablehlo.shift_right_logical [[YEBITS]], [[YEC23]] : tensor<i32>
+// CHECK-NEXT:    [[YEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[YE:%.*]] = stablehlo.subtract [[YESH]], [[YEC127]] : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE2]], [[YE]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
+// CHECK:         [[R1:%.*]] = stablehlo.multiply [[M2]], {{%.*}} : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.multiply %arg0, %arg1 : tensor<4xf32>
   %1 = stablehlo.multiply %0, %arg0 : tensor<4xf32>

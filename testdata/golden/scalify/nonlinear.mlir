@@ -3,14 +3,45 @@
 // RUN:   | filecheck %s --check-prefix F16
 
 // Nonlinear family (exp, log, tanh, erf, ...): the operand is unscaled
-// (data * scale, in f32 at least), the op runs in the original element type,
+// (data * 2^e, in f32 at least), the op runs in the original element type,
 // and the result is re-encoded as data at scale 1. This is by design and
 // reported nowhere. The F16 prefix checks only the first case.
+//
+// Unscaling by a runtime scale: its i32 exponent e (from the f32 argument's
+// bits) is applied in two factors built from bits, high = 2^clamp(e, -126, 127)
+// then low = 2^clamp(e - high's exponent, -127, 127), two multiplies.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[SB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[SB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[HLO:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[HHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp [[HLO]], [[XE]], [[HHI]] : tensor<i32>
+// CHECK-NEXT:    [[HBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HB:%.*]] = stablehlo.add [[HE]], [[HBIAS]] : tensor<i32>
+// CHECK-NEXT:    [[HC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[HBITS:%.*]] = stablehlo.shift_left [[HB]], [[HC23]] : tensor<i32>
+// CHECK-NEXT:    [[HF:%.*]] = stablehlo.bitcast_convert [[HBITS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[HFB:%.*]] = stablehlo.broadcast_in_dim [[HF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE2]] : tensor<i32>
+// CHECK-NEXT:    [[LLO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[LHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp [[LLO]], [[REST]], [[LHI]] : tensor<i32>
+// CHECK-NEXT:    [[LBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[LB:%.*]] = stablehlo.add [[LE]], [[LBIAS]] : tensor<i32>
+// CHECK-NEXT:    [[LC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[LBITS:%.*]] = stablehlo.shift_left [[LB]], [[LC23]] : tensor<i32>
+// CHECK-NEXT:    [[LF:%.*]] = stablehlo.bitcast_convert [[LBITS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[LFB:%.*]] = stablehlo.broadcast_in_dim [[LF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.exponential [[U]] : tensor<4xf32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    return [[E]], [[ONE]] : tensor<4xf32>, tensor<f32>
@@ -20,8 +51,25 @@
 // F16-LABEL: func.func public @main
 // F16-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf16>, tensor<f32>)
 // F16-NEXT:    [[W:%.*]] = stablehlo.convert [[X]] : (tensor<4xf16>) -> tensor<4xf32>
-// F16-NEXT:    [[SB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// F16-NEXT:    [[U:%.*]] = stablehlo.multiply [[W]], [[SB]] : tensor<4xf32>
+// F16-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// F16-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// F16-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// F16-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// F16-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// F16-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// F16-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// F16-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
+// F16:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
+// F16-NEXT:    [[U1:%.*]] = stablehlo.multiply [[W]], [[HFB]] : tensor<4xf32>
+// F16-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// F16-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// F16-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
+// F16-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE2]] : tensor<i32>
+// F16-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
+// F16-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// F16-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
+// F16:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
+// F16-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
 // F16-NEXT:    [[E:%.*]] = stablehlo.exponential [[U]] : tensor<4xf32>
 // F16-NEXT:    [[EH:%.*]] = stablehlo.convert [[E]] : (tensor<4xf32>) -> tensor<4xf16>
 // F16-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
@@ -56,8 +104,25 @@ func.func public @main() -> tensor<4xf32> {
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[SB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[SB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
+// CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE2]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
+// CHECK:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
 // CHECK-NEXT:    [[UB:%.*]] = stablehlo.convert [[U]] : (tensor<4xf32>) -> tensor<4xbf16>
 // CHECK-NEXT:    [[T:%.*]] = stablehlo.tanh [[UB]] : tensor<4xbf16>
 // CHECK-NEXT:    [[TW:%.*]] = stablehlo.convert [[T]] : (tensor<4xbf16>) -> tensor<4xf32>
@@ -74,8 +139,25 @@ func.func public @main(%arg0: tensor<4xbf16>) -> tensor<4xbf16> {
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[SB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[SB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
+// CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE2]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
+// CHECK:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
 // CHECK-NEXT:    [[E:%.*]] = chlo.erf [[U]] : tensor<4xf32> -> tensor<4xf32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    return [[E]], [[ONE]] : tensor<4xf32>, tensor<f32>

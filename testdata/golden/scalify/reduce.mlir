@@ -4,11 +4,13 @@
 
 // Reduce family (reduce, reduce_window): inputs and inits at one common scale.
 // A sum over N elements moves 2^k ~ sqrt(N) from the data to the scale
-// (data * 2^-k, scale * 2^k); max and min leave the scale unchanged. A reducer
-// that does not commute with scaling runs unscaled and is reported.
+// (data * 2^-k, i32 exponent + k); max and min leave the scale unchanged. A
+// reducer that does not commute with scaling runs unscaled and is reported.
+// At a result the exponent e becomes the f32 scale 2^clamp(e, -126, 127), the
+// excess multiplied into the data.
 
-// Sum over N = 16: data * 2^-2, scale x_s * 4. The 0 init is the same at every
-// scale and is used as is.
+// Sum over N = 16: data * 2^-2, exponent x_e + 2. The 0 init is the same at
+// every scale and is used as is.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4x16xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
@@ -16,9 +18,23 @@
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.reduce([[X]] init: [[Z]]) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[Q:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<4xf32>
 // CHECK-NEXT:    [[R1:%.*]] = stablehlo.multiply [[R]], [[Q]] : tensor<4xf32>
-// CHECK-NEXT:    [[FOUR:%.*]] = stablehlo.constant dense<4.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[FOUR]] : tensor<f32>
-// CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<2> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE]], [[K]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
+// CHECK:         [[R2:%.*]] = stablehlo.multiply [[R1]], {{%.*}} : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R2]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
   %cst = stablehlo.constant dense<0.0> : tensor<f32>
   %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
@@ -27,8 +43,8 @@ func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Max with a -inf init: no sqrt(N) factor, the scale passes through, and -inf
-// needs no rescale.
+// Max with a -inf init: no sqrt(N) factor, the scale passes through (returned
+// as the argument's scale itself, no exponent work), and -inf needs no rescale.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4x16xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
@@ -43,20 +59,56 @@ func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
 
 // -----
 
-// A non-zero init (1.0, scale 1) is brought to x's scale: 1 / x_s.
+// A non-zero init (1.0, exponent 0) and x meet at the common exponent
+// M = max(x_e, 0) (i32 maximum): x's data is multiplied by 2^(x_e - M) and the
+// init by 2^-M (flush factors, 2^-127 built as 0); the sum's exponent is M + 2.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4x16xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[I:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[INV:%.*]] = stablehlo.divide [[ONE]], [[XS]] : tensor<f32>
-// CHECK-NEXT:    [[I1:%.*]] = stablehlo.multiply [[I]], [[INV]] : tensor<f32>
-// CHECK-NEXT:    [[R:%.*]] = stablehlo.reduce([[X]] init: [[I1]]) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[Z:%.*]] = stablehlo.constant dense<0> : tensor<i32>
+// CHECK-NEXT:    [[M:%.*]] = stablehlo.maximum [[XE]], [[Z]] : tensor<i32>
+// CHECK-NEXT:    [[XD:%.*]] = stablehlo.subtract [[XE]], [[M]] : tensor<i32>
+// CHECK-NEXT:    [[XLO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[XHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XC:%.*]] = stablehlo.clamp [[XLO]], [[XD]], [[XHI]] : tensor<i32>
+// CHECK-NEXT:    [[XBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XB:%.*]] = stablehlo.add [[XC]], [[XBIAS]] : tensor<i32>
+// CHECK-NEXT:    [[XC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XFBITS:%.*]] = stablehlo.shift_left [[XB]], [[XC23]] : tensor<i32>
+// CHECK-NEXT:    [[XF:%.*]] = stablehlo.bitcast_convert [[XFBITS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[XFB:%.*]] = stablehlo.broadcast_in_dim [[XF]], dims = [] : (tensor<f32>) -> tensor<4x16xf32>
+// CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[XFB]] : tensor<4x16xf32>
+// CHECK-NEXT:    [[NM:%.*]] = stablehlo.negate [[M]] : tensor<i32>
+// CHECK-NEXT:    [[ILO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[IHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[IC:%.*]] = stablehlo.clamp [[ILO]], [[NM]], [[IHI]] : tensor<i32>
+// CHECK-NEXT:    [[IBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[IB:%.*]] = stablehlo.add [[IC]], [[IBIAS]] : tensor<i32>
+// CHECK-NEXT:    [[IC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[IFBITS:%.*]] = stablehlo.shift_left [[IB]], [[IC23]] : tensor<i32>
+// CHECK-NEXT:    [[IF:%.*]] = stablehlo.bitcast_convert [[IFBITS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[I1:%.*]] = stablehlo.multiply [[I]], [[IF]] : tensor<f32>
+// CHECK-NEXT:    [[R:%.*]] = stablehlo.reduce([[X1]] init: [[I1]]) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[Q:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<4xf32>
 // CHECK-NEXT:    [[R1:%.*]] = stablehlo.multiply [[R]], [[Q]] : tensor<4xf32>
-// CHECK-NEXT:    [[FOUR:%.*]] = stablehlo.constant dense<4.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[FOUR]] : tensor<f32>
-// CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<2> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[M]], [[K]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
+// CHECK:         [[R2:%.*]] = stablehlo.multiply [[R1]], {{%.*}} : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R2]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
   %cst = stablehlo.constant dense<1.0> : tensor<f32>
   %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
@@ -97,7 +149,7 @@ func.func public @main(%arg0: tensor<4x16xf32>, %arg1: tensor<4x16xi32>) -> (ten
 // -----
 
 // reduce_window sum: N is the window size (4), not the padded input: data *
-// 2^-1, scale x_s * 2.
+// 2^-1, exponent x_e + 1.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<1x8xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<1x4xf32>, tensor<f32>)
@@ -109,9 +161,23 @@ func.func public @main(%arg0: tensor<4x16xf32>, %arg1: tensor<4x16xi32>) -> (ten
 // CHECK-NEXT:    }) : (tensor<1x8xf32>, tensor<f32>) -> tensor<1x4xf32>
 // CHECK-NEXT:    [[H:%.*]] = stablehlo.constant dense<5.000000e-01> : tensor<1x4xf32>
 // CHECK-NEXT:    [[R1:%.*]] = stablehlo.multiply [[R]], [[H]] : tensor<1x4xf32>
-// CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[TWO]] : tensor<f32>
-// CHECK-NEXT:    return [[R1]], [[S]] : tensor<1x4xf32>, tensor<f32>
+// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<1> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE]], [[K]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
+// CHECK:         [[R2:%.*]] = stablehlo.multiply [[R1]], {{%.*}} : tensor<1x4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
+// CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R2]], [[S]] : tensor<1x4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<1x8xf32>) -> tensor<1x4xf32> {
   %cst = stablehlo.constant dense<0.0> : tensor<f32>
   %0 = "stablehlo.reduce_window"(%arg0, %cst) <{window_dimensions = array<i64: 1, 4>, window_strides = array<i64: 1, 2>, padding = dense<[[0, 0], [1, 1]]> : tensor<2x2xi64>}> ({
@@ -124,14 +190,32 @@ func.func public @main(%arg0: tensor<1x8xf32>) -> tensor<1x4xf32> {
 
 // -----
 
-// A product reducer does not commute with scaling: the input is unscaled, the
-// reduce runs as in the original, the result has scale 1, and it is reported.
+// A product reducer does not commute with scaling: the input is unscaled (by
+// 2^x_e in two factors, high then low), the reduce runs as in the original, the
+// result has scale 1, and it is reported.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4x16xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[I:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4x16xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4x16xf32>
+// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
+// CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4x16xf32>
+// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4x16xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE2]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
+// CHECK:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4x16xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4x16xf32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.reduce([[U]] init: [[I]]) applies stablehlo.multiply across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    return [[R]], [[ONE]] : tensor<4xf32>, tensor<f32>

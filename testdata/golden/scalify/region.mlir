@@ -51,20 +51,77 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>) -> (tensor<4x
 // -----
 
 // Two float operands with different runtime scales: both are brought to the
-// first one's scale, and both results carry it.
+// maximum E of their i32 exponents (common-scale=auto; a sort takes the max,
+// not the midpoint), and both results carry it. At the return both data are
+// multiplied by the same excess factor 2^(E - clamp(E, -126, 127)), and both
+// return the same f32 scale 2^clamp(E, -126, 127).
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>, tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[R:%.*]] = stablehlo.divide [[YS]], [[XS]] : tensor<f32>
-// CHECK-NEXT:    [[RB:%.*]] = stablehlo.broadcast_in_dim [[R]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[Y1:%.*]] = stablehlo.multiply [[Y]], [[RB]] : tensor<4xf32>
-// CHECK-NEXT:    [[S:%.*]]:2 = "stablehlo.sort"([[X]], [[Y1]]) <{dimension = 0 : i64, is_stable = true}> ({
+// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[YB:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[YSH:%.*]] = stablehlo.shift_right_logical [[YB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[YE:%.*]] = stablehlo.subtract [[YSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[XE]], [[YE]] : tensor<i32>
+// CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[XE]], [[E]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[DXC:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[DXB:%.*]] = stablehlo.add [[DXC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[DXI:%.*]] = stablehlo.shift_left [[DXB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[DXF:%.*]] = stablehlo.bitcast_convert [[DXI]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[DXFB:%.*]] = stablehlo.broadcast_in_dim [[DXF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[DXFB]] : tensor<4xf32>
+// CHECK-NEXT:    [[DY:%.*]] = stablehlo.subtract [[YE]], [[E]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[DYC:%.*]] = stablehlo.clamp [[CM127]], [[DY]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[DYB:%.*]] = stablehlo.add [[DYC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[DYI:%.*]] = stablehlo.shift_left [[DYB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[DYF:%.*]] = stablehlo.bitcast_convert [[DYI]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[DYFB:%.*]] = stablehlo.broadcast_in_dim [[DYF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[Y1:%.*]] = stablehlo.multiply [[Y]], [[DYFB]] : tensor<4xf32>
+// CHECK-NEXT:    [[S:%.*]]:2 = "stablehlo.sort"([[X1]], [[Y1]]) <{dimension = 0 : i64, is_stable = true}> ({
 // CHECK-NEXT:    ^bb0([[A:%.*]]: tensor<f32>, [[B:%.*]]: tensor<f32>, {{%.*}}: tensor<f32>, {{%.*}}: tensor<f32>):
 // CHECK-NEXT:      [[LT:%.*]] = stablehlo.compare LT, [[A]], [[B]], FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
 // CHECK-NEXT:      stablehlo.return [[LT]] : tensor<i1>
 // CHECK-NEXT:    }) : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
-// CHECK-NEXT:    return [[S]]#0, [[XS]], [[S]]#1, [[XS]] : tensor<4xf32>, tensor<f32>, tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[LO:%.*]] = stablehlo.subtract [[E]], [[HI]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[LOC:%.*]] = stablehlo.clamp [[CM127]], [[LO]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[LOB:%.*]] = stablehlo.add [[LOC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[LOI:%.*]] = stablehlo.shift_left [[LOB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[LOF:%.*]] = stablehlo.bitcast_convert [[LOI]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[LOFB:%.*]] = stablehlo.broadcast_in_dim [[LOF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[S0:%.*]] = stablehlo.multiply [[S]]#0, [[LOFB]] : tensor<4xf32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HIC:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[HIB:%.*]] = stablehlo.add [[HIC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[HII:%.*]] = stablehlo.shift_left [[HIB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[SS:%.*]] = stablehlo.bitcast_convert [[HII]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[LOFB2:%.*]] = stablehlo.broadcast_in_dim [[LOF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[S1:%.*]] = stablehlo.multiply [[S]]#1, [[LOFB2]] : tensor<4xf32>
+// CHECK-NEXT:    return [[S0]], [[SS]], [[S1]], [[SS]] : tensor<4xf32>, tensor<f32>, tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %0:2 = "stablehlo.sort"(%arg0, %arg1) <{dimension = 0 : i64, is_stable = true}> ({
   ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>, %d: tensor<f32>):
@@ -77,13 +134,42 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> (tensor<4x
 // -----
 
 // A comparator that reads the float bits (bitcast_convert) is not known to
-// commute with scaling: the sort runs on the unscaled values (x_d * x_s), its
-// result is re-encoded at scale 1, and the fallback is reported.
+// commute with scaling: the sort runs on the unscaled values (x_d times
+// 2^clamp(e, -126, 127), then times the excess 2^clamp(e - that, -127, 127),
+// e the i32 exponent of x_s), its result is re-encoded at scale 1, and the
+// fallback is reported.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[SB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[SB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XHC:%.*]] = stablehlo.clamp [[CM126]], [[XE]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XHB:%.*]] = stablehlo.add [[XHC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XHI:%.*]] = stablehlo.shift_left [[XHB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[XHF:%.*]] = stablehlo.bitcast_convert [[XHI]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[XHFB:%.*]] = stablehlo.broadcast_in_dim [[XHF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[X0:%.*]] = stablehlo.multiply [[X]], [[XHFB]] : tensor<4xf32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XH2:%.*]] = stablehlo.clamp [[CM126]], [[XE]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[XL:%.*]] = stablehlo.subtract [[XE]], [[XH2]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XLC:%.*]] = stablehlo.clamp [[CM127]], [[XL]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[XLB:%.*]] = stablehlo.add [[XLC]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XLI:%.*]] = stablehlo.shift_left [[XLB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[XLF:%.*]] = stablehlo.bitcast_convert [[XLI]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[XLFB:%.*]] = stablehlo.broadcast_in_dim [[XLF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X0]], [[XLFB]] : tensor<4xf32>
 // CHECK-NEXT:    [[S:%.*]] = "stablehlo.sort"([[U]]) <{dimension = 0 : i64, is_stable = true}> ({
 // CHECK-NEXT:    ^bb0([[A:%.*]]: tensor<f32>, [[B:%.*]]: tensor<f32>):
 // CHECK-NEXT:      [[IA:%.*]] = stablehlo.bitcast_convert [[A]] : (tensor<f32>) -> tensor<i32>

@@ -1,7 +1,8 @@
 // RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
 
 // The scaled signature: every f16/bf16/f32 argument and result of the entry
-// function becomes two consecutive values, data then a tensor<f32> scale.
+// function becomes two consecutive values, data then a tensor<f32> scale (a power
+// of two; inside the program it is carried as an i32 exponent).
 // Other values (integers, f64) stay as they are. Argument and result
 // attributes follow their value: the data keeps them, the scale gets what
 // makes sense for it.
@@ -79,13 +80,33 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>, %arg2: tensor
 // -----
 
 // func.call is inlined before scalify: the callee's body is rewritten in
-// place, and the private callee is gone.
+// place (x * x: the i32 exponent of x_s is doubled, and the result scale is
+// rebuilt as 2^clamp(2 e, -126, 127) with the excess in the data), and the
+// private callee is gone.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[M:%.*]] = stablehlo.multiply [[X]], [[X]] : tensor<4xf32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[XS]] : tensor<f32>
-// CHECK-NEXT:    return [[M]], [[S]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[SH:%.*]] = stablehlo.shift_right_logical [[BITS]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[SH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2> : tensor<i32>
+// CHECK-NEXT:    [[E2:%.*]] = stablehlo.multiply [[E]], [[TWO]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[E2]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[E2]], [[H]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[EXCESS]], {{%.*}} : tensor<i32>
+// CHECK:         [[M1:%.*]] = stablehlo.multiply [[M]], {{%.*}} : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E2]], {{%.*}} : tensor<i32>
+// CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[M1]], [[S]] : tensor<4xf32>, tensor<f32>
 // CHECK-NEXT:  }
 // CHECK-NEXT: }
 // CHECK-NOT:   @helper

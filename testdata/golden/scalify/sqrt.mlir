@@ -77,20 +77,44 @@ func.func public @main() -> tensor<4xf32> {
 
 // -----
 
-// Runtime scale: h = sqrt(x_s) rounded to a power of two by reduce_precision
-// with no mantissa bits (sqrt(2) * 2^m rounds down to 2^m), and x_s / h^2
-// (1 or 2) goes into the data. The result scale is h.
+// Runtime scale: from x_s's i32 exponent e, half = e >> 1 (arithmetic, so it
+// rounds down: -3 >> 1 = -2) and odd = e - (half + half), 0 or 1; the data is
+// multiplied by 2^odd (no clamp: the factor is 1 or 2) and the result exponent is
+// half. At the result it becomes the f32 scale 2^clamp(half, -126, 127), the
+// excess multiplied into the data.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[Q:%.*]] = stablehlo.sqrt [[XS]] : tensor<f32>
-// CHECK-NEXT:    [[H:%.*]] = stablehlo.reduce_precision [[Q]], format = e8m0 : tensor<f32>
-// CHECK-NEXT:    [[H2:%.*]] = stablehlo.multiply [[H]], [[H]] : tensor<f32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.divide [[XS]], [[H2]] : tensor<f32>
-// CHECK-NEXT:    [[RB:%.*]] = stablehlo.broadcast_in_dim [[REST]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[RB]] : tensor<4xf32>
+// CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[SH:%.*]] = stablehlo.shift_right_logical [[BITS]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[SH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
+// CHECK-NEXT:    [[HALF:%.*]] = stablehlo.shift_right_arithmetic [[E]], [[ONE]] : tensor<i32>
+// CHECK-NEXT:    [[EVEN:%.*]] = stablehlo.add [[HALF]], [[HALF]] : tensor<i32>
+// CHECK-NEXT:    [[ODD:%.*]] = stablehlo.subtract [[E]], [[EVEN]] : tensor<i32>
+// CHECK-NEXT:    [[BIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[OB:%.*]] = stablehlo.add [[ODD]], [[BIAS]] : tensor<i32>
+// CHECK-NEXT:    [[C23B:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[OBITS:%.*]] = stablehlo.shift_left [[OB]], [[C23B]] : tensor<i32>
+// CHECK-NEXT:    [[F:%.*]] = stablehlo.bitcast_convert [[OBITS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[FB:%.*]] = stablehlo.broadcast_in_dim [[F]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[FB]] : tensor<4xf32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.sqrt [[X1]] : tensor<4xf32>
-// CHECK-NEXT:    return [[R]], [[H]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[HALF]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[HALF]], [[H]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[EXCESS]], {{%.*}} : tensor<i32>
+// CHECK:         [[R1:%.*]] = stablehlo.multiply [[R]], {{%.*}} : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[HALF]], {{%.*}} : tensor<i32>
+// CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.sqrt %arg0 : tensor<4xf32>
   return %0 : tensor<4xf32>
@@ -98,20 +122,41 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// rsqrt with a runtime scale: the same split, result scale 1 / h.
+// rsqrt with a runtime scale: the same split, result exponent -half.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[Q:%.*]] = stablehlo.sqrt [[XS]] : tensor<f32>
-// CHECK-NEXT:    [[H:%.*]] = stablehlo.reduce_precision [[Q]], format = e8m0 : tensor<f32>
-// CHECK-NEXT:    [[H2:%.*]] = stablehlo.multiply [[H]], [[H]] : tensor<f32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.divide [[XS]], [[H2]] : tensor<f32>
-// CHECK-NEXT:    [[RB:%.*]] = stablehlo.broadcast_in_dim [[REST]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[RB]] : tensor<4xf32>
+// CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[SH:%.*]] = stablehlo.shift_right_logical [[BITS]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[SH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
+// CHECK-NEXT:    [[HALF:%.*]] = stablehlo.shift_right_arithmetic [[E]], [[ONE]] : tensor<i32>
+// CHECK-NEXT:    [[EVEN:%.*]] = stablehlo.add [[HALF]], [[HALF]] : tensor<i32>
+// CHECK-NEXT:    [[ODD:%.*]] = stablehlo.subtract [[E]], [[EVEN]] : tensor<i32>
+// CHECK-NEXT:    [[BIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[OB:%.*]] = stablehlo.add [[ODD]], [[BIAS]] : tensor<i32>
+// CHECK-NEXT:    [[C23B:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[OBITS:%.*]] = stablehlo.shift_left [[OB]], [[C23B]] : tensor<i32>
+// CHECK-NEXT:    [[F:%.*]] = stablehlo.bitcast_convert [[OBITS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[FB:%.*]] = stablehlo.broadcast_in_dim [[F]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[FB]] : tensor<4xf32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.rsqrt [[X1]] : tensor<4xf32>
-// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.divide [[ONE]], [[H]] : tensor<f32>
-// CHECK-NEXT:    return [[R]], [[S]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[NH:%.*]] = stablehlo.negate [[HALF]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[NH]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[NH]], [[H]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[EXCESS]], {{%.*}} : tensor<i32>
+// CHECK:         [[R1:%.*]] = stablehlo.multiply [[R]], {{%.*}} : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[NH]], {{%.*}} : tensor<i32>
+// CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.rsqrt %arg0 : tensor<4xf32>
   return %0 : tensor<4xf32>

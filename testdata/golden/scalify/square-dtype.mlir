@@ -5,7 +5,8 @@
 // Squares keep f32 data when the data dtype is f16 (square-dtype=auto): f16 cannot hold the
 // square of a tensor whose entries span more than 12 binades. What the square is added to
 // (Adam's second moment, an argument and a result here) is f32 too, and constants that meet
-// it are made in f32 (0.999, not f16's 0.99902).
+// it are made in f32 (0.999, not f16's 0.99902). The two terms meet at the max of their i32
+// exponents, and the f32 sum is returned with the excess over the f32 scale in its data.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    (%arg0: tensor<4xf16>, %arg1: tensor<f32>, %arg2: tensor<4xf32>, %arg3: tensor<f32>)
@@ -13,8 +14,10 @@
 // CHECK-DAG:     stablehlo.constant dense<1.998000e+00> : tensor<4xf32>
 // CHECK-DAG:     [[G:%.*]] = stablehlo.convert %arg0 : (tensor<4xf16>) -> tensor<4xf32>
 // CHECK:         stablehlo.multiply [[G]], [[G]] : tensor<4xf32>
+// CHECK:         stablehlo.maximum {{.*}} : tensor<i32>
 // CHECK:         [[SUM:%.*]] = stablehlo.add {{.*}} : tensor<4xf32>
-// CHECK:         return [[SUM]], {{.*}} : tensor<4xf32>, tensor<f32>
+// CHECK:         [[OUT:%.*]] = stablehlo.multiply [[SUM]], {{.*}} : tensor<4xf32>
+// CHECK:         return [[OUT]], {{.*}} : tensor<4xf32>, tensor<f32>
 
 // F16-LABEL: func.func public @main
 // F16-SAME:    (%arg0: tensor<4xf16>, %arg1: tensor<f32>, %arg2: tensor<4xf16>, %arg3: tensor<f32>)
@@ -34,7 +37,9 @@ func.func public @main(%g: tensor<4xf32>, %nu: tensor<4xf32>) -> tensor<4xf32> {
 
 // The Adam update: sqrt(nu) + eps stays f32 (in f16, eps = 1e-8 flushes next to the largest
 // |g| and 0 / (0 + eps) is NaN); the division runs in f32 and its result, which is not a
-// square, goes on in f16 after an amax rescale.
+// square, goes on in f16 after an amax rescale: the data is multiplied by 2^-r (r the i32
+// exponent of the rounded amax) and r is added to its exponent. At the result the f16 data
+// passes through f32 once more to take the excess over the f32 scale.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    -> (tensor<4xf16>, tensor<f32>, tensor<4xf32>, tensor<f32>)
@@ -42,8 +47,14 @@ func.func public @main(%g: tensor<4xf32>, %nu: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK:         [[DEN:%.*]] = stablehlo.add {{.*}} : tensor<4xf32>
 // CHECK:         [[U:%.*]] = stablehlo.divide {{.*}}, [[DEN]] : tensor<4xf32>
 // CHECK:         stablehlo.reduce({{.*}}) applies stablehlo.maximum
-// CHECK:         [[U16:%.*]] = stablehlo.convert {{.*}} : (tensor<4xf32>) -> tensor<4xf16>
-// CHECK:         return [[U16]], {{.*}} : tensor<4xf16>, tensor<f32>, tensor<4xf32>, tensor<f32>
+// CHECK:         [[R:%.*]] = stablehlo.select {{.*}} : tensor<i1>, tensor<i32>
+// CHECK-NEXT:    stablehlo.negate [[R]] : tensor<i32>
+// CHECK:         [[US:%.*]] = stablehlo.multiply [[U]], {{.*}} : tensor<4xf32>
+// CHECK-NEXT:    [[U16:%.*]] = stablehlo.convert [[US]] : (tensor<4xf32>) -> tensor<4xf16>
+// CHECK:         stablehlo.add {{.*}}, [[R]] : tensor<i32>
+// CHECK:         stablehlo.convert [[U16]] : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         [[OUT:%.*]] = stablehlo.convert {{.*}} : (tensor<4xf32>) -> tensor<4xf16>
+// CHECK:         return [[OUT]], {{.*}} : tensor<4xf16>, tensor<f32>, tensor<4xf32>, tensor<f32>
 func.func public @main(%g: tensor<4xf32>, %mu: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %eps = stablehlo.constant dense<1.000000e-08> : tensor<4xf32>
   %0 = stablehlo.multiply %g, %g : tensor<4xf32>

@@ -1,13 +1,33 @@
 // RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
 
-// Square family (chlo.square): the op on the data, the result scale is the
-// square of the operand scale.
+// Square family (chlo.square): the op on the data, the result's i32 exponent
+// is twice the operand's (x_s's exponent e, from its bits, times 2). At the
+// result it becomes the f32 scale 2^clamp(2 e, -126, 127), the excess
+// multiplied into the data.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[SQ:%.*]] = chlo.square [[X]] : tensor<4xf32> -> tensor<4xf32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.multiply [[XS]], [[XS]] : tensor<f32>
-// CHECK-NEXT:    return [[SQ]], [[S]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[SH:%.*]] = stablehlo.shift_right_logical [[BITS]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[SH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2> : tensor<i32>
+// CHECK-NEXT:    [[E2:%.*]] = stablehlo.multiply [[E]], [[TWO]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[E2]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[E2]], [[H]] : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[EXCESS]], {{%.*}} : tensor<i32>
+// CHECK:         [[SQ1:%.*]] = stablehlo.multiply [[SQ]], {{%.*}} : tensor<4xf32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E2]], {{%.*}} : tensor<i32>
+// CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    return [[SQ1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = chlo.square %arg0 : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
