@@ -24,11 +24,13 @@ class Family:
 
 
 SAME_SCALE = Family("same-scale", "same op on data (float operands first brought to a common "
-                    "power-of-two scale, exactly)", "the common scale (max of the inputs)",
+                    "power-of-two scale, exactly)", "the common scale (max of the inputs; "
+                    "the first operand's under common-scale=first, the f32 default)",
                     impl.rule_same_scale)
 MERGE = Family("merge", "pieces of the operands put together, no arithmetic between them: "
-               "operands at a common scale", "max of the scales for f16 data; with f32's "
-               "range (f32, bf16 data) the midpoint, so both stay representable",
+               "operands at a common scale", "as same-scale, except that common-scale=max "
+               "takes the midpoint of the exponents for f32-range data (f32, bf16), so "
+               "operands 2^200 apart both stay representable",
                impl.rule_merge)
 SELECT = Family("select", "branches at a common scale; a constant branch takes the runtime "
                 "branch's scale", "the runtime branch's scale, or the merge family's common "

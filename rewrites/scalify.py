@@ -191,9 +191,15 @@ def data_dtype_name(raw: str) -> str:
 
 
 def resolve_common_scale_rule(rule: str, data_dtype: str) -> str:
-    """``auto``: the runtime max, for every data type: an integer max of exponents costs
-    little, and ``first`` overflows data whose scales are far apart (2^-100 next to 2^100)."""
-    return "max" if rule == "auto" else rule
+    """``auto``: the runtime max where the data's exponent range is narrow (f16: no data may
+    grow); the first operand's scale where it is f32's (f32, bf16): one rescale instead of
+    two, and an in-place update such as SGD's hands the weight's scale back unchanged, so
+    the step returns the argument's own scale instead of computing one (a kernel per weight
+    on XLA:CPU). ``first`` is exact while operands are less than 2^126 apart; ``max`` (and
+    the midpoint for merging ops) beyond that too."""
+    if rule == "auto":
+        return "max" if data_dtype == "f16" else "first"
+    return rule
 
 
 def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: PassContext,
@@ -236,7 +242,7 @@ SCALIFY = register(PassInfo(
                "warning"),
         Option("common-scale", str, "auto", "scale that add, select, concatenate... bring "
                "their operands to when runtime scales differ: max, first (operand's), or auto "
-               "(max)", choices=("auto", "max", "first")),
+               "(max for f16 data, first otherwise)", choices=("auto", "max", "first")),
         Option("square-dtype", str, "auto", "data type of squares and of what they are added "
                "to (Adam's second moment): f16 cannot hold the square of a tensor whose entries "
                "span more than 12 binades; auto: f32 for f16 data, else the data type",

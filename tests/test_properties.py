@@ -14,10 +14,12 @@ overflow and underflow, so an example is discarded when the original program lea
 normal range in any intermediate value (computed in f64 by a probe copy of the program that
 returns every intermediate), or when XLA's own rewrites of the original (it reassociates
 ``x / (x / x)`` into ``x * x / x``) take the f32 original far from the program as written.
-Inputs at *mixed* extreme scales (2^-100 next to 2^100) are exact too: runtime scales are i32
-exponents (no product or ratio of scales overflows), ops that combine operands bring them to the
-max of their exponents and ops that merge them (select, concatenate) to the midpoint. The
-regression files in ``testdata/regressions/`` are the bugs this once had.
+Inputs at *mixed* extreme scales (2^-100 next to 2^100) are exact too under
+``common-scale=max``: runtime scales are i32 exponents (no product or ratio of scales
+overflows), ops that combine operands bring them to the max of their exponents and ops that
+merge them (select, concatenate) to the midpoint. (The f32 default, ``first``, overflows the
+data of operands more than 2^126 apart.) The regression files in ``testdata/regressions/`` are
+the bugs this once had; each reruns with the pipeline of its RUN line.
 
 ``SCALIFY_PROPERTY_EXAMPLES=500`` runs a longer random search (CI runs a fixed, derandomized
 set); ``SCALIFY_SAVE_REGRESSIONS=1`` writes the shrunk failing program of a failing run to
@@ -46,6 +48,9 @@ from scalify_hlo.runner import compile_module, run_executable
 from scalify_hlo.signature import TensorSpec, entry_signature, join_outputs, split_inputs
 
 PIPELINE = "scalify{data-dtype=f32},simplify"
+# Operands 2^200 apart need the max (or midpoint) common scale: the f32 default, the first
+# operand's scale, overflows the other operand's data past a 2^126 spread.
+MAX_PIPELINE = "scalify{data-dtype=f32 common-scale=max},simplify"
 RTOL = 1e-6
 ABS_FLOOR = 1e-6  # times each tensor's largest finite magnitude
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -506,7 +511,7 @@ def to_f64(text: str) -> str:
 
 
 def check_exact(text: str, exponents: Sequence[int], seed: int,
-                probe_text: str | None = None) -> None:
+                probe_text: str | None = None, pipeline: str = PIPELINE) -> None:
     """Rewrite ``text`` and compare the rewritten program on split inputs with the original.
 
     With ``probe_text`` (the same program returning every intermediate too), the example is
@@ -525,7 +530,7 @@ def check_exact(text: str, exponents: Sequence[int], seed: int,
         # XLA may reassociate the original (x / (x / x) -> x * x / x) and overflow where the
         # program as written does not: such a reference is no reference.
         assume(close_enough(ref, wide[:len(ref)]))
-    scaled_text = rewrite_text(text, PIPELINE)
+    scaled_text = rewrite_text(text, pipeline)
     _note(f"rewritten:\n{scaled_text}")
     raw = run_executable(compile_module(scaled_text), split_inputs(signature, inputs, scales))
     got = join_outputs(signature, raw)
@@ -537,7 +542,7 @@ def check_exact(text: str, exponents: Sequence[int], seed: int,
 
 
 def save_regression(name: str, text: str, exponents: Sequence[int], seed: int,
-                    why: str, xfail: str | None = None) -> Path:
+                    why: str, xfail: str | None = None, pipeline: str = PIPELINE) -> Path:
     """Write a failing program as a golden regression file: a RUN line that rewrites it
     (so ``tests/test_golden.py`` checks it still rewrites) and the SCALES/SEED that make
     ``test_regression_exact`` rerun it numerically; an XFAIL line marks a known bug."""
@@ -546,7 +551,7 @@ def save_regression(name: str, text: str, exponents: Sequence[int], seed: int,
     path.write_text(
         "".join(f"// {line}\n" for line in textwrap.wrap(why, 96))
         + (f"// XFAIL: {xfail}\n" if xfail else "")
-        + f"// RUN: scalify-hlo rewrite %s --pipeline '{PIPELINE}' | filecheck %s\n"
+        + f"// RUN: scalify-hlo rewrite %s --pipeline '{pipeline}' | filecheck %s\n"
         f"// CHECK-LABEL: @main\n"
         f"// SCALES: {' '.join(map(str, exponents))}\n"
         f"// SEED: {seed}\n"
@@ -554,14 +559,16 @@ def save_regression(name: str, text: str, exponents: Sequence[int], seed: int,
     return path
 
 
-def _check_or_save(test_name: str, program: Program, exponents: list[int], seed: int) -> None:
+def _check_or_save(test_name: str, program: Program, exponents: list[int], seed: int,
+                   pipeline: str = PIPELINE) -> None:
     _note(f"program:\n{program.text()}\nscale exponents {exponents}, seed {seed}")
     try:
-        check_exact(program.text(), exponents, seed, program.text(probe=True))
+        check_exact(program.text(), exponents, seed, program.text(probe=True), pipeline)
     except AssertionError as exc:
         if os.environ.get("SCALIFY_SAVE_REGRESSIONS"):
             save_regression(f"shrunk-{test_name}", program.text(), exponents, seed,
-                            f"Shrunk by {test_name}: {str(exc).splitlines()[0]}")
+                            f"Shrunk by {test_name}: {str(exc).splitlines()[0]}",
+                            pipeline=pipeline)
         raise
 
 
@@ -593,8 +600,8 @@ def _add_program() -> Program:
        exponents=st.lists(st.sampled_from([-100, 0, 100]), min_size=3, max_size=3))
 def test_mixed_extreme_scales_are_exact(program: Program, seed: int,
                                         exponents: list[int]) -> None:
-    """Inputs at 2^-100, 1 and 2^100 in the same program."""
-    _check_or_save("mixed_extreme_scales", program, exponents, seed)
+    """Inputs at 2^-100, 1 and 2^100 in the same program, under ``common-scale=max``."""
+    _check_or_save("mixed_extreme_scales", program, exponents, seed, MAX_PIPELINE)
 
 
 # ----- the generator itself --------------------------------------------------------------------
@@ -658,5 +665,6 @@ def test_regression_exact(path: Path) -> None:
     files with an XFAIL line are known bugs and must still fail (strict)."""
     exponents = [int(k) for k in (_header(path, "SCALES") or "").split()]
     seed = int(_header(path, "SEED") or 0)
+    run = re.search(r"--pipeline '([^']*)'", path.read_text())
     text = re.sub(r"^//.*\n", "", path.read_text(), flags=re.M)
-    check_exact(text, exponents, seed)
+    check_exact(text, exponents, seed, pipeline=run.group(1) if run else PIPELINE)

@@ -1,9 +1,10 @@
 // Inputs at 2^-100 and 2^100 added. common-scale=first (the f32 default) rescales the second
 // operand by the runtime ratio 2^100 / 2^-100 = 2^200, which is inf in f32: the result is +-inf
 // where the original is finite (about 1e30).
-// Fixed bug (common-scale=first: runtime scale ratio overflows f32 (inf result)): runtime scales are now i32 exponents, exact;
-// the common scale is the max of the exponents (the midpoint for select/concatenate in f32).
-// RUN: scalify-hlo rewrite %s --pipeline 'scalify{data-dtype=f32},simplify' | filecheck %s
+// Exact now under common-scale=max (runtime scales are i32 exponents, adds take the max of the
+// exponents, select/concatenate the midpoint), which this file's RUN line uses; the f32
+// default, common-scale=first, keeps the limitation above past a 2^126 spread.
+// RUN: scalify-hlo rewrite %s --pipeline 'scalify{data-dtype=f32 common-scale=max},simplify' | filecheck %s
 // CHECK-LABEL: @main
 // SCALES: -100 100
 // SEED: 0

@@ -2,9 +2,10 @@
 // common one, so the other operand's data is multiplied by 2^-200 = 0 in f32: the selected small
 // values come out as 0 instead of about 1e-31. (The predicate picks only the small operand,
 // so that the absolute error floor of the comparison, relative to the largest output, is tiny.)
-// Fixed bug (common-scale=first: runtime scale ratio underflows f32 (selected values become 0)): runtime scales are now i32 exponents, exact;
-// the common scale is the max of the exponents (the midpoint for select/concatenate in f32).
-// RUN: scalify-hlo rewrite %s --pipeline 'scalify{data-dtype=f32},simplify' | filecheck %s
+// Exact now under common-scale=max (runtime scales are i32 exponents, adds take the max of the
+// exponents, select/concatenate the midpoint), which this file's RUN line uses; the f32
+// default, common-scale=first, keeps the limitation above past a 2^126 spread.
+// RUN: scalify-hlo rewrite %s --pipeline 'scalify{data-dtype=f32 common-scale=max},simplify' | filecheck %s
 // CHECK-LABEL: @main
 // SCALES: 100 -100
 // SEED: 0

@@ -1,4 +1,5 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32 common-scale=max}' \
+// RUN:   | filecheck %s
 // RUN: scalify-hlo rewrite %s --split-input-file \
 // RUN:   --pipeline 'scalify{data-dtype=f32 common-scale=first}' | filecheck %s --check-prefix FIRST
 
@@ -6,10 +7,10 @@
 // scale, then added; the result has the common scale. Runtime scales are i32
 // exponents: an f32 scale argument s becomes e = (bits(s) >> 23) - 127, and
 // data is multiplied by 2^k through a factor built from bits,
-// bitcast((clamp(-127, k, 127) + 127) << 23). The FIRST prefix (common-scale=first)
-// checks only the first three cases.
+// bitcast((clamp(-127, k, 127) + 127) << 23). The FIRST prefix (common-scale=first,
+// what auto means for f32 and bf16 data) checks only the first three cases.
 
-// Two runtime scales. common-scale=auto is max for every data dtype: the sum
+// Two runtime scales. common-scale=max (auto for f16 data): the sum
 // takes e = max(e_x, e_y), both data are multiplied by 2^(e_x - e) and
 // 2^(e_y - e) (they shrink or stay). At the result, the f32 scale is
 // 2^clamp(e, -126, 127) and the data takes the excess 2^(e - that clamp).

@@ -1,4 +1,5 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32 common-scale=max}' \
+// RUN:   | filecheck %s
 
 // Control-flow family (while, case, if): (data, exponent) pairs are carried
 // through block arguments, yields and results, the exponent an i32 scalar. An

@@ -1,4 +1,5 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32 common-scale=max}' \
+// RUN:   | filecheck %s
 // RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' 2>&1 >/dev/null \
 // RUN:   | filecheck %s --check-prefix WARN
 
@@ -51,7 +52,7 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>) -> (tensor<4x
 // -----
 
 // Two float operands with different runtime scales: both are brought to the
-// maximum E of their i32 exponents (common-scale=auto; a sort takes the max,
+// maximum E of their i32 exponents (common-scale=max; a sort takes the max,
 // not the midpoint), and both results carry it. At the return both data are
 // multiplied by the same excess factor 2^(E - clamp(E, -126, 127)), and both
 // return the same f32 scale 2^clamp(E, -126, 127).

@@ -1,4 +1,5 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32 common-scale=max}' \
+// RUN:   | filecheck %s
 // RUN: scalify-hlo rewrite %s --split-input-file \
 // RUN:   --pipeline 'scalify{data-dtype=f32 common-scale=first}' | filecheck %s --check-prefix FIRST
 // RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16}' \
@@ -10,7 +11,7 @@
 // FIRST prefix checks every case (the option changes the first and the last
 // one only); the F16 prefix checks the first two.
 //
-// With the default common-scale=auto, ops that merge operands without
+// With common-scale=max (auto for f16 data), ops that merge operands without
 // arithmetic (maximum and select here) take the midpoint E = (e1 + e2) >> 1 of
 // the exponents for f32 and bf16 data, and the maximum for f16 data.
 

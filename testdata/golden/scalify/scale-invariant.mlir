@@ -1,4 +1,5 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32 common-scale=max}' \
+// RUN:   | filecheck %s
 
 // Scale-invariant family (sign, atan2): f(c*x) = f(x) for a positive c, so the
 // op runs on the data (its operands at a common scale) and the result has
@@ -20,7 +21,7 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // atan2(y, x): both data are brought to the common scale, the maximum of the
-// two i32 exponents E (common-scale=auto), each multiplied by 2^(e - E) <= 1.
+// two i32 exponents E (common-scale=max), each multiplied by 2^(e - E) <= 1.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>, [[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)

@@ -1,10 +1,11 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32 common-scale=max}' \
+// RUN:   | filecheck %s
 // RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' 2>&1 >/dev/null \
 // RUN:   | filecheck %s --check-prefix WARN
 
 // Scatter family: when the update region adds, takes max/min or overwrites,
-// operand and updates are brought to a common scale (by default the maximum of
-// their i32 exponents, for every data dtype) and the result carries it; the
+// operand and updates are brought to a common scale (here the maximum of
+// their i32 exponents, common-scale=max) and the result carries it; the
 // integer indices are untouched. Any other update region runs unscaled and is
 // reported.
 

@@ -1,4 +1,5 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32 common-scale=max}' \
+// RUN:   | filecheck %s
 
 // Select-and-scatter family (the gradient of max pooling): the operand is only
 // compared with itself, so it keeps its own scale; source and init are brought
