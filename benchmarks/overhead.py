@@ -281,6 +281,14 @@ def doc_section(result: dict[str, Any]) -> str:
         "weight's scale comes back unchanged; the scale arithmetic is i32 exponent "
         "arithmetic that XLA fuses into the kernels that use it (earlier versions computed "
         "scales in f32 with divides, which XLA:CPU ran as 11 extra kernels on the small MLP).",
+        "* What the default still costs on the small MLP: "
+        f"{first['hlo'][SCALED]['executed'] - first['hlo'][BASELINE]['executed']} more "
+        "kernel(s) (the loss's scale, computed every step) and the host-side cost of twice "
+        "the buffers (a scale beside every floating argument and result; see the no-op floor "
+        "in *Runtime overhead*). Both are fixed per call, about 10-15 us here, so the ratio "
+        "of this 100 us step moves between runs with the load (0.84x, 0.99x and 1.14x in three "
+        "runs of this session); packing the scales into one argument and one result would remove "
+        "the second.",
         "* *common-scale=max* (exact even for operands more than 2^126 apart) brings both "
         "operands to the larger exponent, so each weight's new scale is computed: "
         f"{first['hlo'][MAX]['executed'] - first['hlo'][BASELINE]['executed']} more kernels "
