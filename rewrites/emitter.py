@@ -88,6 +88,20 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return owner.operation
 
 
+def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
+    """Every op named one of ``names`` nested in ``root`` (and ``root`` itself), in walk
+    order: collected before a rewrite changes the IR under the walk."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found
+
+
 def splat_constant_value(value: ir.Value) -> float | None:
     """The value of a splat constant, or of a broadcast of one; None otherwise."""
     op = defining_op(value)

@@ -23,6 +23,7 @@ from scalify_hlo.rewrites.emitter import (
     defining_op,
     element_type,
     float_type,
+    ops_named,
     shape_of,
     splat_scalar,
 )
@@ -234,14 +235,7 @@ def _output_scale(value: ir.Value) -> tuple[ir.Operation, float] | None:
 
 
 def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> None:
-    dots: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "stablehlo.dot_general":
-            dots.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    dots = ops_named(module.operation, "stablehlo.dot_general")
     if dots and not has_name_stack(module):
         options.use_locations = False
         context.warn("module has no JAX name-stack locations: every dot operand uses the "

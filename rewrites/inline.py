@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from jax.extend.mlir import ir
+from scalify_hlo.rewrites.emitter import ops_named
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
@@ -21,15 +22,7 @@ MAX_INLINE_DEPTH = 64
 
 
 def _calls_in(op: ir.Operation) -> list[ir.Operation]:
-    calls: list[ir.Operation] = []
-
-    def visit(inner: ir.Operation) -> ir.WalkResult:
-        if inner.name == "func.call":
-            calls.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return calls
+    return ops_named(op, "func.call")
 
 
 def _remap_operands(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:

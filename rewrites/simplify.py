@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import attributes_of, defining_op, splat_constant_value
+from scalify_hlo.rewrites.emitter import (
+    Emitter,
+    attributes_of,
+    defining_op,
+    ops_named,
+    splat_constant_value,
+)
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
@@ -38,16 +44,9 @@ def drop_identities(module: ir.Module) -> int:
     Candidates are collected first and each replacement is computed only when it is applied,
     because dropping one identity can change the operand of the next.
     """
-    candidates: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in ("stablehlo.multiply", "stablehlo.divide", "stablehlo.convert"):
-            candidates.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
     dropped = 0
-    for op in candidates:
+    for op in ops_named(module.operation, "stablehlo.multiply", "stablehlo.divide",
+                        "stablehlo.convert"):
         replacement = _trivial_result(op)
         if replacement is not None:
             op.results[0].replace_all_uses_with(replacement)
@@ -69,16 +68,8 @@ def sink_scale_factors(module: ir.Module) -> int:
     rounds as the original does (a rescale between the product and the add would round the
     product first). ``b`` is the operand made by a broadcast when there is one (the smaller
     tensor)."""
-    candidates: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "stablehlo.multiply":
-            candidates.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
     sunk = 0
-    for op in candidates:
+    for op in ops_named(module.operation, "stablehlo.multiply"):
         product, factor = op.operands
         if not _is_scalar_broadcast(factor):
             continue
@@ -87,14 +78,11 @@ def sink_scale_factors(module: ir.Module) -> int:
                 or len(list(product.uses)) != 1 or _is_scalar_broadcast(inner.operands[1])):
             continue
         a, b = inner.operands
-        if defining_op(a) is not None and defining_op(a).name == "stablehlo.broadcast_in_dim":
+        a_op = defining_op(a)
+        if a_op is not None and a_op.name == "stablehlo.broadcast_in_dim":
             a, b = b, a
-        scaled = ir.Operation.create("stablehlo.multiply", results=[b.type],
-                                     operands=[b, factor], loc=op.location,
-                                     ip=ir.InsertionPoint(op)).result
-        new = ir.Operation.create("stablehlo.multiply", results=[op.results[0].type],
-                                  operands=[a, scaled], loc=op.location,
-                                  ip=ir.InsertionPoint(op)).result
+        emit = Emitter(ir.InsertionPoint(op), op.location)
+        new = emit.binary("stablehlo.multiply", a, emit.binary("stablehlo.multiply", b, factor))
         op.results[0].replace_all_uses_with(new)
         op.erase()
         inner.erase()
@@ -111,16 +99,8 @@ def transpose_before_scaling(module: ir.Module) -> int:
     and a product with no other use: XLA folds a transpose that directly follows a dot into
     the dot (JAX's weight gradients are ``transpose(dot)``), but not one behind the unit-
     scaling multiply, and then copies the transposed gradient on every step."""
-    candidates: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "stablehlo.transpose":
-            candidates.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
     moved = 0
-    for op in candidates:
+    for op in ops_named(module.operation, "stablehlo.transpose"):
         product = op.operands[0]
         multiply = defining_op(product)
         if (multiply is None or multiply.name != "stablehlo.multiply"
@@ -132,26 +112,14 @@ def transpose_before_scaling(module: ir.Module) -> int:
             if not _splat_or_scalar_broadcast(factor):
                 continue
         out_type = op.results[0].type
-        ip = ir.InsertionPoint(op)
-        transposed = ir.Operation.create("stablehlo.transpose", results=[out_type],
-                                         operands=[x], attributes=attributes_of(op),
-                                         loc=op.location, ip=ip).result
-        source = defining_op(factor)
-        if source.name == "stablehlo.constant":
-            element = ir.RankedTensorType(out_type).element_type
-            attr = ir.DenseElementsAttr.get_splat(
-                out_type, ir.FloatAttr.get(element, splat_constant_value(factor)))
-            factor = ir.Operation.create("stablehlo.constant", results=[out_type],
-                                         attributes={"value": attr}, loc=op.location,
-                                         ip=ip).result
+        emit = Emitter(ir.InsertionPoint(op), op.location)
+        transposed = emit.op("stablehlo.transpose", [x], [out_type], attributes_of(op)).result
+        splat = splat_constant_value(factor)
+        if splat is not None:
+            factor = emit.splat(splat, out_type)
         else:
-            factor = ir.Operation.create(
-                "stablehlo.broadcast_in_dim", results=[out_type], operands=[source.operands[0]],
-                attributes={"broadcast_dimensions": ir.DenseI64ArrayAttr.get([])},
-                loc=op.location, ip=ip).result
-        new = ir.Operation.create("stablehlo.multiply", results=[out_type],
-                                  operands=[transposed, factor], loc=op.location, ip=ip).result
-        op.results[0].replace_all_uses_with(new)
+            factor = emit.broadcast_scalar(defining_op(factor).operands[0], out_type)
+        op.results[0].replace_all_uses_with(emit.binary("stablehlo.multiply", transposed, factor))
         op.erase()
         multiply.erase()
         moved += 1
