@@ -8,22 +8,28 @@ wrapper could cost more than the scales themselves. This script measures it.
 Method: MLP training steps of ``testdata/models.py`` (``mlp_step`` at its default size, whose
 call is mostly dispatch, and a larger one where compute counts; ``--mlp`` to choose) compiled
 with ``compile_scaled`` in f32 mode (``Policy(data_dtype="float32", fp8_dots=False)``: the same
-numbers as the original) and with ``jax.jit``. Timed, one call being
-``jax.block_until_ready(f(*args))`` on device-resident arguments:
+numbers as the original) and with ``jax.jit``, on device-resident arguments. A training loop
+calls the step, feeds the new state back and reads the loss, so one call is
+``f(*args)`` then waiting for the loss (every output of one XLA execution is ready at once):
 
 * ``jax.jit(fn)``: the baseline, plain arrays;
-* ``compile_scaled, ScaledArray args``: the training state kept scaled (``scale_tree``), as a
-  training loop feeds a step's outputs back;
+* ``compile_scaled, ScaledArray args``: the training state as a step returns it (its scales in
+  one bank, see ``ScaledStep``), x and y ``ScaledArray``s (``scale_tree``);
 * ``compile_scaled, plain args``: plain arrays, split in the program by their RMS;
 * ``rewritten module only``: ``jax.jit(step.exported.call)`` on the flat (data, scale) arrays,
-  no pytrees and no argument check: what the rewritten program itself costs.
+  one buffer per scale, no pytrees and no argument check: what the rewritten program costs;
+* ``compile_scaled, common-scale=max``: ScaledArray args under the other common-scale rule;
+* ``..., all outputs``: ``jax.block_until_ready`` of every output, for ``jax.jit(fn)`` and
+  ``compile_scaled``: flattening a ``ScaledArray`` reads its scale, so this also reads the
+  bank's elements (one more dispatch per call).
 
 Each round times a block of calls of every variant (order reversed on odd rounds); a block is
 as many calls as fill ``--block-ms``. Overhead is the median over rounds of the per-round
-ratio to ``jax.jit(fn)``, in wall time and in process CPU time (less sensitive to other
-people's load on a shared machine). Also measured: the argument check (``ScaledStep._check``,
-which runs when ``jax.jit`` traces the step, not per call), the kernels XLA runs per call
-(optimized HLO), and what one more XLA:CPU kernel costs on this machine.
+ratio to its baseline (``jax.jit(fn)``, or its all-outputs form), in wall time and in process
+CPU time (less sensitive to other people's load on a shared machine). Also measured: the
+argument check (``ScaledStep._check_leaves``, which runs when ``jax.jit`` traces the step, not
+per call), the kernels XLA runs per call (optimized HLO), and what one more XLA:CPU kernel
+costs on this machine.
 
 Target: ``compile_scaled`` with ScaledArray arguments at most 5% slower than ``jax.jit(fn)``.
 
@@ -75,6 +81,9 @@ SCALED = "compile_scaled, ScaledArray args"
 PLAIN = "compile_scaled, plain args"
 MODULE = "rewritten module only"
 MAX = "compile_scaled, common-scale=max"
+ALL_SUFFIX = ", all outputs"
+BASELINE_ALL = BASELINE + ALL_SUFFIX
+SCALED_ALL = SCALED + ALL_SUFFIX
 MAX_PIPELINE = "inline,scalify{data-dtype=f32 common-scale=max},simplify"
 
 
@@ -188,6 +197,12 @@ def kernel_launch_us(args: argparse.Namespace) -> float:
     return (statistics.median(wall["twelve"]) - statistics.median(wall["one"])) / extra * 1e6
 
 
+def loss_of(tree: Any) -> jax.Array:
+    """The last leaf of a step's outputs (the loss) as an array: a ScaledArray's data."""
+    leaf = jax.tree.leaves(tree, is_leaf=is_scaled_leaf)[-1]
+    return leaf.data if isinstance(leaf, ScaledArray) else leaf
+
+
 def measure(batch: int, sizes: tuple[int, ...], args: argparse.Namespace) -> dict[str, Any]:
     fn, example = load_models().mlp_step(batch=batch, sizes=sizes)
     plain = jax.device_put(example)
@@ -199,35 +214,49 @@ def measure(batch: int, sizes: tuple[int, ...], args: argparse.Namespace) -> dic
     module = jax.jit(step.exported.call)
     flat = flat_inputs(scaled)
     with_max = compile_scaled(fn, *plain, pipeline=MAX_PIPELINE)
+    # the state as the step hands it back in a training loop: its scales in one bank
+    state = (step(*scaled)[0], *scaled[1:])
+    max_state = (with_max(*scaled)[0], *scaled[1:])
 
     reference = baseline(*plain)
     error = max(max_rel_diff(unscale_tree(step(*scaled)), reference),
-                max_rel_diff(unscale_tree(step(*plain)), reference))
+                max_rel_diff(unscale_tree(step(*plain)), reference),
+                max_rel_diff(unscale_tree(step(*state)), baseline(
+                    unscale_tree(state[0]), *plain[1:])))
     calls: dict[str, Callable[[], Any]] = {
-        BASELINE: lambda: jax.block_until_ready(baseline(*plain)),
-        SCALED: lambda: jax.block_until_ready(step(*scaled)),
-        PLAIN: lambda: jax.block_until_ready(step(*plain)),
-        MODULE: lambda: jax.block_until_ready(module(*flat)),
-        MAX: lambda: jax.block_until_ready(with_max(*scaled)),
+        BASELINE: lambda: loss_of(baseline(*plain)).block_until_ready(),
+        SCALED: lambda: loss_of(step(*state)).block_until_ready(),
+        PLAIN: lambda: loss_of(step(*plain)).block_until_ready(),
+        MODULE: lambda: module(*flat)[-1].block_until_ready(),
+        MAX: lambda: loss_of(with_max(*max_state)).block_until_ready(),
+        BASELINE_ALL: lambda: jax.block_until_ready(baseline(*plain)),
+        SCALED_ALL: lambda: jax.block_until_ready(step(*state)),
     }
     n, wall, cpu = timed_interleaved(calls, args.rounds, args.block_ms)
+
+    def base_of(name: str) -> str:
+        return BASELINE_ALL if name.endswith(ALL_SUFFIX) else BASELINE
+
     variants = [{
-        "variant": name, **summary(wall[name]),
-        "ratio": paired_ratio(wall[name], wall[BASELINE]),
-        "ratio_of_medians": statistics.median(wall[name]) / statistics.median(wall[BASELINE]),
-        "cpu": summary(cpu[name]), "cpu_ratio": paired_ratio(cpu[name], cpu[BASELINE]),
+        "variant": name, "baseline": base_of(name), **summary(wall[name]),
+        "ratio": paired_ratio(wall[name], wall[base_of(name)]),
+        "ratio_of_medians": statistics.median(wall[name]) / statistics.median(
+            wall[base_of(name)]),
+        "cpu": summary(cpu[name]), "cpu_ratio": paired_ratio(cpu[name], cpu[base_of(name)]),
     } for name in calls]
-    compiled = {BASELINE: baseline.lower(*plain), SCALED: step._jitted.lower(*scaled),
-                PLAIN: step._jitted.lower(*plain), MODULE: module.lower(*flat),
-                MAX: with_max._jitted.lower(*scaled)}
+    compiled = {BASELINE: baseline.lower(*plain), SCALED: step.lower(*state),
+                PLAIN: step.lower(*plain), MODULE: module.lower(*flat),
+                MAX: with_max.lower(*max_state)}
+    compiled[BASELINE_ALL], compiled[SCALED_ALL] = compiled[BASELINE], compiled[SCALED]
     hlo = {name: hlo_counts(lowered.compile().as_text()).as_dict()
            for name, lowered in compiled.items()}
     scaled_ratio = next(v["ratio"] for v in variants if v["variant"] == SCALED)
+    flat_state, _, _, layout = step._flatten(state)
     return {
         "model": f"mlp b{batch} {'-'.join(map(str, sizes))}", "batch": batch,
         "sizes": list(sizes), "calls_per_block": n, "compile_scaled_s": compile_s,
         "max_relative_difference": error,
-        "check_us": per_call_us(lambda: step._check(tuple(scaled))),
+        "check_us": per_call_us(lambda: step._check_leaves(flat_state, layout)),
         "variants": variants, "hlo": hlo, "target_met": scaled_ratio <= MAX_RATIO,
         # what compile_scaled adds on top of the rewritten program (pytrees, check, scales)
         "wrapper_ratio": paired_ratio(wall[SCALED], wall[MODULE]),
@@ -251,48 +280,55 @@ def table_rows(result: dict[str, Any]) -> list[list[Any]]:
 def doc_section(result: dict[str, Any]) -> str:
     first = result["models"][0]
     failed = [m["model"] for m in result["models"] if not m["target_met"]]
+
+    def ratio(model: dict[str, Any], name: str) -> float:
+        return next(v["ratio"] for v in model["variants"] if v["variant"] == name)
+
     return "\n".join([
         "`python benchmarks/overhead.py`. Per-call time on XLA:CPU of MLP training steps "
         "(`mlp_step` of `testdata/models.py`; the first is its default size) compiled by "
         "`compile_scaled` with `Policy(data_dtype=\"float32\", fp8_dots=False)` against "
-        "`jax.jit(fn)`. One call is `jax.block_until_ready(f(*args))` on device-resident "
-        f"arguments. Medians over {result['rounds']} rounds (variants interleaved, order "
-        "alternating); *ratio* is the median of the per-round ratios to `jax.jit(fn)`, in wall "
-        "time and in process CPU time (less sensitive to other load on a shared machine). "
-        "*Executed ops*: kernels and unfused ops XLA runs per call. Load average at the start: "
-        f"{result['load_average_start']}, at the end: {result['load_average_end']}.",
+        "`jax.jit(fn)`, on device-resident arguments. One call is what a training loop does: "
+        "call the step and wait for its loss (all outputs of one XLA execution are ready at "
+        "once); the *all outputs* rows wait with `jax.block_until_ready` on every output. The "
+        "ScaledArray state is what the step returned the step before. Medians over "
+        f"{result['rounds']} rounds (variants interleaved, order alternating); *ratio* is the "
+        "median of the per-round ratios to `jax.jit(fn)` (to its *all outputs* row for the "
+        "other *all outputs* row), in wall time and in process CPU time (less sensitive to "
+        "other load on a shared machine). *Executed ops*: kernels and unfused ops XLA runs "
+        f"per call. Load average at the start: {result['load_average_start']}, at the end: "
+        f"{result['load_average_end']}.",
         "", markdown_table(HEADERS, table_rows(result)), "",
         "Where the time goes:",
         "",
+        "* Scales travel as one f32 vector per call in each direction (a *bank*): a step "
+        "returns all its scales in one, its `ScaledArray` outputs hold the bank and an index, "
+        "and a call with them passes the vector and a (cached) index vector. XLA builds and "
+        "reads the vector inside the program, fused into the kernels around it. With one "
+        "buffer per scale (*rewritten module only*) the host-side cost of the extra buffers, "
+        "about 2 us per output on this machine, is most of the overhead of a 100 us step.",
+        "* Waiting on every output (*all outputs*) flattens the `ScaledArray`s, which reads "
+        "each scale out of its bank: one more dispatch per call for all of them: "
+        + "; ".join(f"{m['model']}: {ratio(m, SCALED_ALL):.3f}" for m in result["models"])
+        + ". A training loop that feeds the state back never reads them.",
         "* `compile_scaled` itself (ScaledArray args against *rewritten module only*, "
         "paired per round): " + "; ".join(
             f"{m['model']}: {m['wrapper_ratio']:.3f} wall, {m['wrapper_cpu_ratio']:.3f} CPU"
             for m in result["models"]) + ".",
         f"* The argument check (paths in its messages) costs {first['check_us']:.0f} us: it "
-        "runs when `jax.jit` traces the step, once per argument structure, shapes and dtypes, "
+        "runs when `jax.jit` traces the step, once per argument layout, shapes and dtypes, "
         "not on every call.",
         "* Plain-array arguments are split in the program (an RMS reduction per floating "
         "argument: the *executed ops* column). Keep the training state as `ScaledArray`s "
-        "(`scale_tree` once, then feed the step's outputs back) to avoid it.",
-        "* Scales the rewritten module returns unchanged are handed back as the argument's "
-        "own array, so XLA does not copy them (*rewritten module only* still does). With f32 "
-        "data the default common scale of an add is the first operand's "
-        "(`common-scale=first`), so SGD's `w - lr * g` keeps the weight's scale and every "
-        "weight's scale comes back unchanged; the scale arithmetic is i32 exponent "
-        "arithmetic that XLA fuses into the kernels that use it (earlier versions computed "
-        "scales in f32 with divides, which XLA:CPU ran as 11 extra kernels on the small MLP).",
-        "* What the default still costs on the small MLP: "
-        f"{first['hlo'][SCALED]['executed'] - first['hlo'][BASELINE]['executed']} more "
-        "kernel(s) (the loss's scale, computed every step) and the host-side cost of twice "
-        "the buffers (a scale beside every floating argument and result; see the no-op floor "
-        "in *Runtime overhead*). Both are fixed per call, about 10-15 us here, so the ratio "
-        "of this 100 us step moves between runs with the load (0.84x, 0.99x and 1.14x in three "
-        "runs of this session); packing the scales into one argument and one result would remove "
-        "the second.",
+        "(`scale_args` once, then feed the step's outputs back) to avoid it.",
+        "* Kernels on the small MLP: "
+        f"{first['hlo'][SCALED]['executed']} against {first['hlo'][BASELINE]['executed']}; "
+        "the scale arithmetic is i32 exponent arithmetic that XLA fuses into the kernels "
+        "that use it.",
         "* *common-scale=max* (exact even for operands more than 2^126 apart) brings both "
         "operands to the larger exponent, so each weight's new scale is computed: "
         f"{first['hlo'][MAX]['executed'] - first['hlo'][BASELINE]['executed']} more kernels "
-        "than the original on the small MLP, each computing one returned f32 scale, at about "
+        "than the original on the small MLP, at about "
         f"{result['kernel_launch_us']:.1f} us per kernel on this machine (a jitted function "
         "with eleven extra scalar kernels against one with a single kernel): a fixed cost "
         "per call that dominates a step of about 100 us and vanishes in a larger one.",

@@ -16,17 +16,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax import export as jax_export
 from jax.extend import mlir as jax_mlir
-from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
-from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import Policy
-from scalify_hlo.scaled_array import ScaledArray, as_scaled, is_scaled_leaf
+from scalify_hlo.scaled_array import ScaleBank, ScaledArray, as_scaled, is_scaled_leaf
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
-from scalify_hlo.symbols import entry_function
 
+# Where an argument's scale comes from (ScaledStep._flatten); a bank's number otherwise.
+PLAIN, OWN = -1, -2
 _SCALED_DTYPES = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
 
 
@@ -142,26 +141,127 @@ class ScaledStep:
                               list(result.context.warnings))
         self.exported = _scaled_exported(original, self.text, self._in_specs, self._out_specs)
         self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
-        self._scale_sources = _forwarded_scales(self.text, self._in_specs, self._out_specs)
-        self._jitted = jax.jit(self._call_flat)
+        self._out_scaled = [spec.scaled for spec in self._out_specs]
+        # Every bank of this step has the same length, whether ``scale_args`` or a call made
+        # it, and says by a (dynamic) index vector which element each argument takes: the
+        # first call and the steady state of a training loop then run one compiled program.
+        self._bank_size = max(sum(self._out_scaled), sum(s.scaled for s in self._in_specs), 1)
+        self._index_vectors: dict[tuple[int, ...], jax.Array] = {}
+        # The layout (static) says where each argument's scale comes from; see _flatten.
+        self._jitted = jax.jit(self._run, static_argnums=3)
 
     # ----- calling ------------------------------------------------------------------------
+    # Scales travel as one f32 vector (a bank) per call in each direction: with one buffer
+    # per scale, a small step spends more time handing buffers to XLA and back than XLA spends
+    # running the scale arithmetic. The vector is built and read inside the program, where
+    # XLA fuses that into the kernels around it.
     def __call__(self, *args: Any) -> Any:
-        outputs = self._jitted(*args)
-        if self._scale_sources and self.return_scaled:
-            # Scales the module returns unchanged come back as None (see _call_flat): the
-            # argument's own array, where jax.jit would have XLA copy it.
-            leaves = jax.tree.leaves(args, is_leaf=is_scaled_leaf)
-            out_leaves = jax.tree.leaves(outputs, is_leaf=is_scaled_leaf)
-            for out_index, in_index in self._scale_sources.items():
-                if out_leaves[out_index].scale is None:
-                    out_leaves[out_index].scale = leaves[in_index].scale
-        return outputs
+        outputs, vector = self._jitted(*self._flatten(args))
+        if not self.return_scaled or vector is None:
+            return self._out_tree.unflatten(outputs)
+        return self._out_tree.unflatten(self._in_bank(outputs, self._out_scaled, vector))
+
+    def lower(self, *args: Any) -> Any:
+        """The ``jax.stages.Lowered`` program that a call with ``args`` runs."""
+        return self._jitted.lower(*self._flatten(args))
+
+    @staticmethod
+    def _in_bank(values: list[Any], scaled: list[bool], vector: jax.Array) -> list[Any]:
+        """``values`` with each scaled one a ScaledArray whose scale is the next element."""
+        bank, in_bank, position = ScaleBank(vector), ScaledArray.in_bank, 0
+        leaves = list(values)
+        for index, is_scaled in enumerate(scaled):
+            if is_scaled:
+                leaves[index] = in_bank(values[index], bank, position)
+                position += 1
+        return leaves
+
+    def _flatten(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any], list[Any],
+                                                        tuple[int, ...]]:
+        """Leaves of ``args``; the vectors of the distinct banks among them; per bank, the
+        index vector of the elements its arguments take; and the layout, per leaf ``PLAIN``
+        (an array), ``OWN`` (a ScaledArray with a scale of its own, passed as a (data,
+        scale) pair) or the number of the bank that holds its scale. (Run on every call:
+        written for speed.)"""
+        try:
+            flat = self._in_tree.flatten_up_to(args)
+        except (ValueError, TypeError):
+            self._check(args)
+            raise ScalifyError("arguments do not have the structure the step was compiled "
+                               f"for: expected {self._in_tree}") from None
+        banks: list[Any] = []
+        picks: list[list[int]] = []
+        layout = [PLAIN] * len(flat)
+        for position, leaf in enumerate(flat):
+            if type(leaf) is not ScaledArray:
+                continue
+            bank = leaf._bank
+            if bank is None:
+                flat[position] = (leaf.data, leaf._scale)
+                layout[position] = OWN
+                continue
+            number = 0 if banks and banks[0] is bank else _bank_number(banks, bank, picks)
+            picks[number].append(leaf._index)
+            flat[position] = leaf.data
+            layout[position] = number
+        return (flat, [bank.vector for bank in banks],
+                [self._index_vector(tuple(p)) for p in picks], tuple(layout))
+
+    def _index_vector(self, indices: tuple[int, ...]) -> jax.Array:
+        vector = self._index_vectors.get(indices)
+        if vector is None:
+            vector = self._index_vectors[indices] = jnp.asarray(indices, jnp.int32)
+        return vector
+
+    def _run(self, flat: list[Any], banks: list[Any], indices: list[Any],
+             layout: tuple[int, ...]) -> Any:
+        """The jitted program: (data, scale) pairs in, the rewritten module, data and one
+        vector of scales out (plain values if not ``return_scaled``)."""
+        self._check_leaves(flat, layout)
+        counts = [0] * len(banks)
+        inputs: list[Any] = []
+        for leaf, code, spec, dtype in zip(flat, layout, self._in_specs, self._data_dtypes,
+                                           strict=True):
+            if not spec.scaled:
+                inputs.append(leaf)
+                continue
+            if code == PLAIN:
+                value = as_scaled(leaf, dtype)
+            elif code == OWN:
+                value = as_scaled(ScaledArray(*leaf), dtype)
+            else:
+                # one dynamic slice per scale: XLA fuses it into the kernels that use the
+                # scale, where a gather of all of them would be a kernel of its own
+                index = jax.lax.dynamic_index_in_dim(indices[code], counts[code], keepdims=False)
+                scale = jax.lax.dynamic_index_in_dim(banks[code], index, keepdims=False)
+                value = ScaledArray(jnp.asarray(leaf).astype(dtype), scale)
+                counts[code] += 1
+            inputs += [value.data, value.scale]
+        raw = self.exported.call(*inputs)
+        outputs: list[Any] = []
+        scales: list[Any] = []
+        position = 0
+        for spec in self._out_specs:
+            if not spec.scaled:
+                outputs.append(raw[position])
+                position += 1
+                continue
+            data, scale = raw[position], raw[position + 1]
+            position += 2
+            if self.return_scaled:
+                outputs.append(data)
+                scales.append(scale)
+            else:
+                outputs.append(ScaledArray(data, scale).unscale(spec.dtype))
+        return outputs, (self._bank_vector(scales) if scales else None)
+
+    def _bank_vector(self, scales: list[Any]) -> jax.Array:
+        padding = [jnp.float32(1.0)] * (self._bank_size - len(scales))
+        return jnp.stack([jnp.asarray(s, jnp.float32) for s in scales] + padding)
 
     def _check(self, args: tuple[Any, ...]) -> None:
-        """Arguments against the compiled step's: run when ``jax.jit`` traces ``_call_flat``,
-        i.e. once per argument structure, shapes and dtypes (the check costs more than a
-        small step's dispatch)."""
+        """The structure of ``args`` against the compiled step's, with the path of the first
+        difference (run only when a call's structure does not match)."""
         with_path, treedef = jax.tree_util.tree_flatten_with_path(args, is_leaf=is_scaled_leaf)
         if treedef != self._in_tree:
             expected = [f"args{spec.path}" for spec in self._in_specs]
@@ -174,16 +274,23 @@ class ScaledStep:
                       f"expected {self._in_tree}, got {treedef}")
             raise ScalifyError(f"arguments do not have the structure the step was compiled "
                                f"for: {detail}")
-        for (path, leaf), spec in zip(with_path, self._in_specs, strict=True):
-            name = f"args{jax.tree_util.keystr(path)}"
-            source = leaf.data if isinstance(leaf, ScaledArray) else leaf
+
+    def _check_leaves(self, flat: list[Any], layout: tuple[int, ...]) -> None:
+        """Shapes and dtypes against the compiled step's: run when ``jax.jit`` traces
+        ``_run``, i.e. once per layout, shapes and dtypes (the check costs more than a small
+        step's dispatch)."""
+        for leaf, code, spec in zip(flat, layout, self._in_specs, strict=True):
+            name = f"args{spec.path}"
+            source = leaf[0] if code == OWN else leaf
+            if isinstance(source, (dict, list, tuple)) or not hasattr(source, "shape"):
+                raise ScalifyError(f"{name}: a {type(source).__name__} where the step takes "
+                                   "an array")
             shape = tuple(np.shape(source))
             if shape != spec.shape:
                 raise ScalifyError(f"{name}: shape {shape} does not match the compiled step's "
                                    f"{spec.shape}")
-            dtype = np.dtype(source.dtype) if hasattr(source, "dtype") else np.asarray(
-                source).dtype
-            if isinstance(leaf, ScaledArray):
+            dtype = np.dtype(source.dtype)
+            if code != PLAIN:
                 if not spec.scaled:
                     raise ScalifyError(f"{name}: a ScaledArray where the step takes "
                                        f"{spec.dtype}")
@@ -192,43 +299,23 @@ class ScaledStep:
                 raise ScalifyError(f"{name}: dtype {dtype} does not match the compiled step's "
                                    f"{spec.dtype}")
 
-    def _call_flat(self, *args: Any) -> Any:
-        self._check(args)
-        leaves = jax.tree.leaves(args, is_leaf=is_scaled_leaf)
-        flat: list[Any] = []
-        for leaf, spec, dtype in zip(leaves, self._in_specs, self._data_dtypes, strict=True):
-            if spec.scaled:
-                scaled = as_scaled(leaf, dtype)
-                flat += [scaled.data, scaled.scale]
-            else:
-                flat.append(leaf)
-        raw = self.exported.call(*flat)
-        outputs: list[Any] = []
-        position = 0
-        for index, spec in enumerate(self._out_specs):
-            if spec.scaled:
-                source = self._scale_sources.get(index)
-                forward = (self.return_scaled and source is not None
-                           and _is_f32_scale(leaves[source]))
-                value = ScaledArray(raw[position], None if forward else raw[position + 1])
-                outputs.append(value if self.return_scaled else value.unscale(spec.dtype))
-                position += 2
-            else:
-                outputs.append(raw[position])
-                position += 1
-        return jax.tree.unflatten(self._out_tree, outputs)
-
     def scale_args(self, *args: Any) -> tuple[Any, ...]:
         """``args`` as the compiled step takes them: every floating leaf a ``ScaledArray`` in
         the data type of its argument (f16, or f32 where the rewrite keeps squares wide, such
-        as Adam's second moment). Start training state this way and the step's outputs have
-        the same types as its inputs, so ``jax.jit`` does not compile a second time."""
-        self._check(args)
-        leaves = jax.tree.leaves(args, is_leaf=is_scaled_leaf)
+        as Adam's second moment), their scales in one bank like the step's outputs. Start
+        training state this way and the step's outputs have the same types as its inputs,
+        so ``jax.jit`` does not compile a second time."""
+        flat, _, _, layout = self._flatten(args)
+        self._check_leaves(flat, layout)
+        leaves = self._in_tree.flatten_up_to(args)
         converted = [as_scaled(leaf, dtype) if spec.scaled else leaf
                      for leaf, spec, dtype in zip(leaves, self._in_specs, self._data_dtypes,
                                                   strict=True)]
-        return tuple(jax.tree.unflatten(self._in_tree, converted))
+        scaled = [spec.scaled for spec in self._in_specs]
+        vector = self._bank_vector([c.scale for c, s in zip(converted, scaled, strict=True)
+                                    if s])
+        data = [c.data if s else c for c, s in zip(converted, scaled, strict=True)]
+        return tuple(jax.tree.unflatten(self._in_tree, self._in_bank(data, scaled, vector)))
 
     # ----- inspection ---------------------------------------------------------------------
     def report(self) -> Report:
@@ -245,38 +332,14 @@ class ScaledStep:
         raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
 
 
-def _is_f32_scale(leaf: Any) -> bool:
-    """A ScaledArray whose scale ``as_scaled`` passes on as is: a rank-0 f32 array."""
-    if not isinstance(leaf, ScaledArray):
-        return False
-    aval = getattr(leaf.scale, "aval", None)
-    return (aval is not None and aval.shape == () and aval.dtype == jnp.float32
-            and not aval.weak_type)
-
-
-def _forwarded_scales(text: str, in_specs: list[LeafSpec],
-                      out_specs: list[LeafSpec]) -> dict[int, int]:
-    """Output leaf -> input leaf, for output scales that the rewritten module returns
-    unchanged from an argument (e.g. SGD keeps a weight's scale)."""
-    with hlo_ir.ir_context():
-        module = hlo_ir.parse_module(text)
-        block = entry_function(module).regions[0].blocks[0]
-        returned = block.operations[len(block.operations) - 1].operands
-        forwarded = {index: value.arg_number for index, value in enumerate(returned)
-                     if isinstance(value, ir.BlockArgument)}
-    scale_arguments: dict[int, int] = {}  # flat argument index of a scale -> input leaf
-    position = 0
-    for leaf, spec in enumerate(in_specs):
-        if spec.scaled:
-            scale_arguments[position + 1] = leaf
-        position += 2 if spec.scaled else 1
-    sources: dict[int, int] = {}
-    position = 0
-    for leaf, spec in enumerate(out_specs):
-        if spec.scaled and forwarded.get(position + 1) in scale_arguments:
-            sources[leaf] = scale_arguments[forwarded[position + 1]]
-        position += 2 if spec.scaled else 1
-    return sources
+def _bank_number(banks: list[Any], bank: Any, picks: list[list[int]]) -> int:
+    """``bank``'s position in ``banks`` (by identity); appended, with no picks, if new."""
+    for number, known in enumerate(banks):
+        if known is bank:
+            return number
+    banks.append(bank)
+    picks.append([])
+    return len(banks) - 1
 
 
 def _data_dtypes(avals: tuple[Any, ...], specs: list[LeafSpec]) -> list[Any]:

@@ -23,15 +23,69 @@ def zero_tensor_scale(dtype: Any) -> float:
     return ZERO_SCALE if jnp.dtype(dtype) == jnp.dtype(jnp.float16) else 1.0
 
 
+@jax.jit
+def _unstack(vector: jax.Array) -> tuple[jax.Array, ...]:
+    return tuple(vector[i] for i in range(vector.shape[0]))
+
+
+class ScaleBank:
+    """The scales of one step's outputs as one f32 vector.
+
+    Its elements are read when one is first asked for, all at once (one dispatch, not one
+    per scale); a step fed ScaledArrays of a bank takes the vector itself.
+    """
+
+    __slots__ = ("vector", "_elements")
+
+    def __init__(self, vector: jax.Array) -> None:
+        self.vector = vector
+        self._elements: tuple[jax.Array, ...] | None = None
+
+    def element(self, index: int) -> jax.Array:
+        if self._elements is None:
+            self._elements = _unstack(self.vector)
+        return self._elements[index]
+
+
 @jax.tree_util.register_pytree_node_class
 class ScaledArray:
-    """``data * scale``: data in a low-precision dtype, scale a rank-0 f32 power of two."""
+    """``data * scale``: data in a low-precision dtype, scale a rank-0 f32 power of two.
 
-    __slots__ = ("data", "scale")
+    A step compiled by ``compile_scaled`` returns all its scales in one ``ScaleBank`` (one
+    buffer per call instead of one per scale): its ``ScaledArray`` outputs hold the bank and
+    their index in it, and ``scale`` reads the element when first asked for. Feeding such
+    outputs back to the step passes the bank's vector, not the elements.
+    """
+
+    __slots__ = ("data", "_scale", "_bank", "_index")
 
     def __init__(self, data: Any, scale: Any) -> None:
         self.data = data
-        self.scale = scale
+        self._scale = scale
+        self._bank: Any = None
+        self._index = -1
+
+    @classmethod
+    def in_bank(cls, data: Any, bank: ScaleBank, index: int) -> ScaledArray:
+        """``data`` whose scale is element ``index`` of ``bank``, read when asked for."""
+        value = object.__new__(cls)  # no __init__: a step makes one per scaled output
+        value.data, value._scale, value._bank, value._index = data, None, bank, index
+        return value
+
+    @property
+    def scale(self) -> Any:
+        if self._scale is None and self._bank is not None:
+            self._scale = self._bank.element(self._index)
+        return self._scale
+
+    @scale.setter
+    def scale(self, value: Any) -> None:
+        self._scale, self._bank, self._index = value, None, -1
+
+    @property
+    def bank(self) -> tuple[ScaleBank, int] | None:
+        """The bank this scale lives in and its index there; None for a scale of its own."""
+        return None if self._bank is None else (self._bank, self._index)
 
     def tree_flatten(self) -> tuple[tuple[Any, Any], None]:
         return (self.data, self.scale), None

@@ -177,19 +177,60 @@ def test_return_scaled_false_returns_plain_arrays(mlp: Case) -> None:
     assert_tree_close(output, mlp.reference)
 
 
-def test_unchanged_scales_are_the_arguments_own(mlp: Case) -> None:
-    """Under ``common-scale=first`` SGD keeps each weight's scale: the step hands back the
-    argument's scale array rather than a copy XLA would make, and still a rank-0 f32 array
-    when the argument's is not."""
-    step = compile_scaled(mlp.fn, *mlp.args,
-                          pipeline="inline,scalify{data-dtype=f32 common-scale=first},simplify")
+def test_scales_travel_as_one_vector(mlp: Case) -> None:
+    """A step returns all its scales in one bank (one buffer, not one per scale), and a call
+    with its outputs takes the bank's vector: the second step has one scale argument for the
+    six weights. The values are those of the same ScaledArrays with scales of their own."""
     params, x, y = scale_tree(mlp.args, jnp.float32)
-    new_params, _ = step(params, x, y)
-    for old, new in zip(jax.tree.leaves(params, is_leaf=is_scaled_leaf),
-                        jax.tree.leaves(new_params, is_leaf=is_scaled_leaf), strict=True):
-        assert new.scale is old.scale
+    new_params, loss = mlp.step(params, x, y)
+    outputs = jax.tree.leaves((new_params, loss), is_leaf=is_scaled_leaf)
+    assert len({id(leaf.bank[0]) for leaf in outputs}) == 1
+    assert [leaf.bank[1] for leaf in outputs] == list(range(len(outputs)))
+    lowered = mlp.step.lower(new_params, x, y)
+    # the weights' data, the bank and which of its elements they take, x and y with scales
+    assert len(jax.tree.leaves(lowered.args_info)) == 6 + 2 + 2 * 2
+    banked = mlp.step(new_params, x, y)
+    own = [{name: ScaledArray(a.data, a.scale) for name, a in layer.items()}
+           for layer in new_params]
+    assert all(leaf.bank is None for leaf in jax.tree.leaves(own, is_leaf=is_scaled_leaf))
+    for got, want in zip(jax.tree.leaves(banked), jax.tree.leaves(mlp.step(own, x, y)),
+                         strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_a_training_loop_compiles_once(mlp: Case) -> None:
+    """State from ``scale_args``, then the step's own outputs fed back: both calls take a bank
+    of the same length, so ``jax.jit`` traces (and XLA compiles) the step once."""
+    step = compile_scaled(mlp.fn, *mlp.args, policy=F32)
+    params, x, y = mlp.args
+    state = step.scale_args(params, x, y)[0]
+    traces = []
+    check = step._check_leaves
+    step._check_leaves = lambda *a: (traces.append(1), check(*a))  # runs at trace time only
+    for _ in range(3):
+        state, loss = step(state, x, y)
+    assert len(traces) == 1
+    want = params
+    for _ in range(3):
+        want, want_loss = jax.jit(mlp.fn)(want, x, y)
+    assert_tree_close(unscale_tree((state, loss)), (want, want_loss))
+
+
+def test_scales_of_a_bank_are_rank0_f32_arrays(mlp: Case) -> None:
+    params, loss = mlp.step(*scale_tree(mlp.args, jnp.float32))
+    jax.block_until_ready((params, loss))  # flattening reads every scale of the bank
+    vector = loss.bank[0].vector
+    for index, leaf in enumerate(jax.tree.leaves((params, loss), is_leaf=is_scaled_leaf)):
+        assert isinstance(leaf.scale, jax.Array) and leaf.scale.shape == ()
+        assert leaf.scale.dtype == jnp.float32 and float(leaf.scale) == float(vector[index])
+    loss.scale = jnp.float32(2.0)  # a scale set by hand leaves the bank
+    assert loss.bank is None and float(loss.unscale()) == 2.0 * float(loss.data)
+
+
+def test_scales_given_as_python_floats(mlp: Case) -> None:
+    params, x, y = scale_tree(mlp.args, jnp.float32)
     unit = [{name: ScaledArray(a.data, 1.0) for name, a in layer.items()} for layer in params]
-    output = step(unit, x, y)
+    output = mlp.step(unit, x, y)
     for leaf in jax.tree.leaves(output[0], is_leaf=is_scaled_leaf):
         assert isinstance(leaf.scale, jax.Array) and leaf.scale.dtype == jnp.float32
     reference = jax.jit(mlp.fn)(unscale_tree(unit), x.unscale(), y.unscale())

@@ -19,7 +19,7 @@ def test_quickstart_has_the_steps() -> None:
     blocks = python_blocks(QUICKSTART.read_text())
     assert len(blocks) >= 5
     code = "\n".join(blocks)
-    for name in ("scalify_hlo.export", "compile_scaled", "scale_tree", ".report()",
+    for name in ("scalify_hlo.export", "compile_scaled", "scale_args", ".report()",
                  'stage("fp8-dots")'):
         assert name in code, name
     assert "scalify-hlo rewrite" in QUICKSTART.read_text()

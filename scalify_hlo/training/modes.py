@@ -95,9 +95,10 @@ def prepare(mode_: Mode, train_step: TrainStep, params: Any, opt_state: Any,
         return PreparedStep(jax.jit(train_step, donate_argnums=(0, 1)), (params, opt_state),
                             None)
     step = compile_scaled(train_step, params, opt_state, x, y, policy=mode_.policy)
+    # Not device_put again: the arguments are on the device already, and device_put would
+    # take the scales out of their bank (see ScaledStep), a layout the step compiles for anew.
     scaled_params, scaled_opt_state, _, _ = step.scale_args(params, opt_state, x, y)
-    state = jax.device_put((scaled_params, scaled_opt_state), device)
-    return PreparedStep(step, state, str(step.report()))
+    return PreparedStep(step, (scaled_params, scaled_opt_state), str(step.report()))
 
 
 def loss_value(loss: Any) -> float:
