@@ -19,6 +19,14 @@ What is counted (``common.hlo_counts``, on ``compiled_hlo_text``, XLA's optimize
 * executed: instructions of ENTRY and of while/conditional bodies other than parameter,
   constant, tuple, get-tuple-element and bitcast: the thunks the runtime runs per step.
 
+Counted for two compiled programs of the rewrite:
+
+* *module*: the rewritten module compiled as is (``scalify-hlo rewrite`` then XLA), one buffer
+  per scale in its signature;
+* *compile_scaled*: the program ``compile_scaled`` runs (``ScaledStep.lower``, the state from
+  ``scale_args``): the same module inside a ``jax.jit`` that takes and returns the scales as
+  one f32 vector per call, so a step's returned scales are one kernel, not one each.
+
 Target: at most 1.2x the original's fusions.
 
     python benchmarks/program_growth.py            # sample steps + a 2-layer GPT step
@@ -54,6 +62,7 @@ from common import (
     verdict,
 )
 
+from scalify_hlo import compile_scaled
 from scalify_hlo.runner import compiled_hlo_text
 
 MAX_FUSION_RATIO = 1.2
@@ -82,7 +91,13 @@ def returned_scalar_fusions(hlo_text: str) -> int:
     return sum(1 for n in names if re.search(rf"%{re.escape(n)}[,)]", root))
 
 
-def measure(name: str, text: str, pipeline: str) -> dict[str, Any]:
+def compile_scaled_hlo(step_fn: Any, example: tuple[Any, ...], pipeline: str) -> str:
+    """The optimized HLO of the program a ``compile_scaled`` step runs in a training loop."""
+    step = compile_scaled(step_fn, *example, pipeline=pipeline)
+    return step.lower(*step.scale_args(*example)).compile().as_text()
+
+
+def measure(name: str, text: str, pipeline: str, factory: Any) -> dict[str, Any]:
     inlined = rewrite_or_fail(text, "inline")
     rewritten = rewrite_or_fail(text, pipeline)
     original_hlo = hlo_counts(compiled_hlo_text(text))
@@ -96,6 +111,7 @@ def measure(name: str, text: str, pipeline: str) -> dict[str, Any]:
 
     tensor_fusions = (rewritten_hlo.fusions - rewritten_hlo.scalar_fusions,
                       original_hlo.fusions - original_hlo.scalar_fusions)
+    step_hlo = hlo_counts(compile_scaled_hlo(*factory, pipeline))
     return {
         "model": name, "ops": ops,
         "op_ratio": ratio(ops["rewritten"], ops["original_inlined"]),
@@ -104,6 +120,9 @@ def measure(name: str, text: str, pipeline: str) -> dict[str, Any]:
         "tensor_fusion_ratio": ratio(*tensor_fusions),
         "executed_ratio": ratio(rewritten_hlo.executed, original_hlo.executed),
         "returned_scalar_fusions": returned_scalar_fusions(rewritten_text),
+        "hlo_compile_scaled": step_hlo.as_dict(),
+        "compile_scaled_fusion_ratio": ratio(step_hlo.fusions, original_hlo.fusions),
+        "compile_scaled_executed_ratio": ratio(step_hlo.executed, original_hlo.executed),
     }
 
 
@@ -117,18 +136,23 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
                     f"{o['scalar_fusions']} -> {w['scalar_fusions']} "
                     f"({w['scalar_fusions_expensive']})",
                     f"{r['tensor_fusion_ratio']:.2f}", o["executed"], w["executed"],
-                    f"{r['executed_ratio']:.2f}"])
+                    f"{r['executed_ratio']:.2f}", r["hlo_compile_scaled"]["fusions"],
+                    f"{r['compile_scaled_fusion_ratio']:.2f}",
+                    r["hlo_compile_scaled"]["executed"],
+                    f"{r['compile_scaled_executed_ratio']:.2f}"])
     return out
 
 
-HEADERS = ["model", "ops", "ops rewritten", "ops x", "fusions", "fusions rewritten",
+HEADERS = ["model", "ops", "ops rewritten", "ops x", "fusions", "fusions module",
            "fusions x", "scalar fusions (expensive)", "non-scalar fusions x", "executed",
-           "executed rewritten", "executed x"]
+           "executed module", "executed x", "fusions compile_scaled", "fusions x",
+           "executed compile_scaled", "executed x"]
 
 
 def doc_section(result: dict[str, Any]) -> str:
     rows = result["models"]
     worst = max(rows, key=lambda r: r["fusion_ratio"])
+    worst_step = max(rows, key=lambda r: r["compile_scaled_fusion_ratio"])
     expensive = sum(r["hlo_rewritten"]["scalar_fusions_expensive"] for r in rows)
     scalar = sum(r["hlo_rewritten"]["scalar_fusions"] for r in rows)
     return "\n".join([
@@ -143,43 +167,57 @@ def doc_section(result: dict[str, Any]) -> str:
         "fusions x*: the ratio of the others; *executed*: instructions of ENTRY and "
         "while/conditional "
         "bodies other than parameter, constant, tuple, get-tuple-element and bitcast (the "
-        "thunks run per step). Counts, not timings: deterministic for a given jaxlib.",
+        "thunks run per step). *module*: the rewritten module compiled as is (one buffer per "
+        "scale); *compile_scaled*: the program a `compile_scaled` step runs (the same module "
+        "in a `jax.jit` that takes and returns the scales as one f32 vector per call; state "
+        "from `scale_args`). Counts, not timings: deterministic for a given jaxlib.",
         "", markdown_table(HEADERS, table_rows(rows)), "",
-        f"* At most {MAX_FUSION_RATIO}x the original's fusions: "
-        f"**{verdict(result['target_met'])}** (worst: {worst['model']}, "
+        f"* At most {MAX_FUSION_RATIO}x the original's fusions, the `compile_scaled` "
+        f"program: **{verdict(result['target_met'])}** (worst: {worst_step['model']}, "
+        f"{worst_step['compile_scaled_fusion_ratio']:.2f}x). The module compiled as is: "
+        f"**{verdict(result['module_target_met'])}** (worst: {worst['model']}, "
         f"{worst['fusion_ratio']:.2f}x).",
         f"* Without the scalar fusions the worst ratio is "
         f"{max(r['tensor_fusion_ratio'] for r in rows):.2f}x: the scale arithmetic (i32 "
         "exponents) fuses into the tensor kernels that use it. The scalar fusions that remain "
-        "are the f32 scales a step computes for its results, one small kernel each ("
+        "are the f32 scales a step computes for its results, one small kernel each in the "
+        "module and one for all of them in the `compile_scaled` program ("
         + ", ".join(f"{r['model']}: {r['returned_scalar_fusions']} of "
                     f"{r['hlo_rewritten']['scalar_fusions']}" for r in rows)
-        + " scalar fusions are returned: Adam gives its parameters and moments new scales "
-        "every step, SGD with f32 data keeps each weight's), and exponents carried through "
-        f"loops (scan_step). {expensive} of the rewritten steps' {scalar} scalar fusions "
-        "contain an op XLA calls expensive.",
+        + " scalar fusions of the module are returned: Adam gives its parameters and moments "
+        "new scales every step, SGD with f32 data keeps each weight's), and, in scan_step, "
+        "the 2^e factors of exponents that a loop carries unchanged: XLA's loop-invariant "
+        "code motion computes each once per step before the loop (a scalar kernel each) "
+        f"rather than on every iteration. {expensive} of the rewritten steps' {scalar} scalar "
+        "fusions contain an op XLA calls expensive.",
     ])
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    models = load_models()
     texts = sample_step_texts()
+    factories = {name: models.STEPS[name]() for name in texts}
     if not args.no_gpt:
-        models = load_models()
         config = gpt_config(args)
-        step_fn, example = models.gpt_step(**config)
-        texts[gpt_label(config)] = models.export_text(step_fn, example)
+        factory = models.gpt_step(**config)
+        texts[gpt_label(config)] = models.export_text(*factory)
+        factories[gpt_label(config)] = factory
     rows = []
     for name, text in texts.items():
         print(f"{name} ...", flush=True)
-        rows.append(measure(name, text, args.pipeline))
+        rows.append(measure(name, text, args.pipeline, factories[name]))
     worst = max(r["fusion_ratio"] for r in rows)
+    worst_step = max(r["compile_scaled_fusion_ratio"] for r in rows)
     result = {"environment": environment(), "pipeline": args.pipeline, "models": rows,
               "max_fusion_ratio": MAX_FUSION_RATIO, "worst_fusion_ratio": worst,
-              "target_met": worst <= MAX_FUSION_RATIO}
+              "worst_compile_scaled_fusion_ratio": worst_step,
+              "module_target_met": worst <= MAX_FUSION_RATIO,
+              "target_met": worst_step <= MAX_FUSION_RATIO}
     print(format_table(HEADERS, table_rows(rows)))
-    print(f"\nfusions <= {MAX_FUSION_RATIO}x original: {verdict(result['target_met'])} "
-          f"(worst {worst:.2f}x)")
+    print(f"\nfusions <= {MAX_FUSION_RATIO}x original: compile_scaled program "
+          f"{verdict(result['target_met'])} (worst {worst_step:.2f}x); module as is "
+          f"{verdict(result['module_target_met'])} (worst {worst:.2f}x)")
     for r in rows:
         print(f"  {r['model']}: fusions by kind {r['hlo_original']['fusions_by_kind']} -> "
               f"{r['hlo_rewritten']['fusions_by_kind']}; executed by opcode "

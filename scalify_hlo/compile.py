@@ -24,8 +24,8 @@ from scalify_hlo.policy import Policy
 from scalify_hlo.scaled_array import ScaleBank, ScaledArray, as_scaled, is_scaled_leaf
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
 
-# Where an argument's scale comes from (ScaledStep._flatten); a bank's number otherwise.
-PLAIN, OWN = -1, -2
+# Where an argument's scale comes from (ScaledStep._flatten).
+PLAIN, OWN, BANK_STRIDE = -1, -2, 1 << 20
 _SCALED_DTYPES = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
 
 
@@ -142,13 +142,15 @@ class ScaledStep:
         self.exported = _scaled_exported(original, self.text, self._in_specs, self._out_specs)
         self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
         self._out_scaled = [spec.scaled for spec in self._out_specs]
-        # Every bank of this step has the same length, whether ``scale_args`` or a call made
-        # it, and says by a (dynamic) index vector which element each argument takes: the
-        # first call and the steady state of a training loop then run one compiled program.
-        self._bank_size = max(sum(self._out_scaled), sum(s.scaled for s in self._in_specs), 1)
-        self._index_vectors: dict[tuple[int, ...], jax.Array] = {}
+        # Where scale_args puts each argument's scale in its bank: at the index of the output
+        # with the same path and shape (the state a training step returns), so that the
+        # first call and the steady state of a loop take their scales from the same places
+        # and run one compiled program; after the outputs' scales otherwise.
+        self._arg_slots = _arg_slots(self._in_specs, self._out_specs, self._out_tree)
+        self._bank_size = max([sum(self._out_scaled), *(s + 1 for s in self._arg_slots if
+                                                           s is not None)], default=1)
         # The layout (static) says where each argument's scale comes from; see _flatten.
-        self._jitted = jax.jit(self._run, static_argnums=3)
+        self._jitted = jax.jit(self._run, static_argnums=2)
 
     # ----- calling ------------------------------------------------------------------------
     # Scales travel as one f32 vector (a bank) per call in each direction: with one buffer
@@ -176,13 +178,13 @@ class ScaledStep:
                 position += 1
         return leaves
 
-    def _flatten(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any], list[Any],
-                                                        tuple[int, ...]]:
-        """Leaves of ``args``; the vectors of the distinct banks among them; per bank, the
-        index vector of the elements its arguments take; and the layout, per leaf ``PLAIN``
-        (an array), ``OWN`` (a ScaledArray with a scale of its own, passed as a (data,
-        scale) pair) or the number of the bank that holds its scale. (Run on every call:
-        written for speed.)"""
+    def _flatten(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any], tuple[int, ...]]:
+        """Leaves of ``args``, the vectors of the distinct banks among them, and the layout:
+        per leaf ``PLAIN`` (an array), ``OWN`` (a ScaledArray with a scale of its own, passed
+        as a (data, scale) pair) or ``bank * BANK_STRIDE + index`` (its scale is element
+        ``index`` of a bank). The indices are static: XLA fuses a static slice into every
+        kernel that uses the scale, where a dynamic one is a kernel of its own. (Run on
+        every call: written for speed.)"""
         try:
             flat = self._in_tree.flatten_up_to(args)
         except (ValueError, TypeError):
@@ -190,7 +192,6 @@ class ScaledStep:
             raise ScalifyError("arguments do not have the structure the step was compiled "
                                f"for: expected {self._in_tree}") from None
         banks: list[Any] = []
-        picks: list[list[int]] = []
         layout = [PLAIN] * len(flat)
         for position, leaf in enumerate(flat):
             if type(leaf) is not ScaledArray:
@@ -200,25 +201,15 @@ class ScaledStep:
                 flat[position] = (leaf.data, leaf._scale)
                 layout[position] = OWN
                 continue
-            number = 0 if banks and banks[0] is bank else _bank_number(banks, bank, picks)
-            picks[number].append(leaf._index)
+            number = 0 if banks and banks[0] is bank else _bank_number(banks, bank)
             flat[position] = leaf.data
-            layout[position] = number
-        return (flat, [bank.vector for bank in banks],
-                [self._index_vector(tuple(p)) for p in picks], tuple(layout))
+            layout[position] = number * BANK_STRIDE + leaf._index
+        return flat, [bank.vector for bank in banks], tuple(layout)
 
-    def _index_vector(self, indices: tuple[int, ...]) -> jax.Array:
-        vector = self._index_vectors.get(indices)
-        if vector is None:
-            vector = self._index_vectors[indices] = jnp.asarray(indices, jnp.int32)
-        return vector
-
-    def _run(self, flat: list[Any], banks: list[Any], indices: list[Any],
-             layout: tuple[int, ...]) -> Any:
+    def _run(self, flat: list[Any], banks: list[Any], layout: tuple[int, ...]) -> Any:
         """The jitted program: (data, scale) pairs in, the rewritten module, data and one
         vector of scales out (plain values if not ``return_scaled``)."""
         self._check_leaves(flat, layout)
-        counts = [0] * len(banks)
         inputs: list[Any] = []
         for leaf, code, spec, dtype in zip(flat, layout, self._in_specs, self._data_dtypes,
                                            strict=True):
@@ -230,12 +221,8 @@ class ScaledStep:
             elif code == OWN:
                 value = as_scaled(ScaledArray(*leaf), dtype)
             else:
-                # one dynamic slice per scale: XLA fuses it into the kernels that use the
-                # scale, where a gather of all of them would be a kernel of its own
-                index = jax.lax.dynamic_index_in_dim(indices[code], counts[code], keepdims=False)
-                scale = jax.lax.dynamic_index_in_dim(banks[code], index, keepdims=False)
-                value = ScaledArray(jnp.asarray(leaf).astype(dtype), scale)
-                counts[code] += 1
+                bank, index = divmod(code, BANK_STRIDE)
+                value = ScaledArray(jnp.asarray(leaf).astype(dtype), banks[bank][index])
             inputs += [value.data, value.scale]
         raw = self.exported.call(*inputs)
         outputs: list[Any] = []
@@ -302,20 +289,24 @@ class ScaledStep:
     def scale_args(self, *args: Any) -> tuple[Any, ...]:
         """``args`` as the compiled step takes them: every floating leaf a ``ScaledArray`` in
         the data type of its argument (f16, or f32 where the rewrite keeps squares wide, such
-        as Adam's second moment), their scales in one bank like the step's outputs. Start
-        training state this way and the step's outputs have the same types as its inputs,
-        so ``jax.jit`` does not compile a second time."""
-        flat, _, _, layout = self._flatten(args)
+        as Adam's second moment), their scales in one bank laid out like the step's outputs
+        (an argument at the index of the output with its path and shape). Start training
+        state this way and a loop that feeds the step's outputs back runs one compiled
+        program from the first call on."""
+        flat, _, layout = self._flatten(args)
         self._check_leaves(flat, layout)
         leaves = self._in_tree.flatten_up_to(args)
         converted = [as_scaled(leaf, dtype) if spec.scaled else leaf
                      for leaf, spec, dtype in zip(leaves, self._in_specs, self._data_dtypes,
                                                   strict=True)]
-        scaled = [spec.scaled for spec in self._in_specs]
-        vector = self._bank_vector([c.scale for c, s in zip(converted, scaled, strict=True)
-                                    if s])
-        data = [c.data if s else c for c, s in zip(converted, scaled, strict=True)]
-        return tuple(jax.tree.unflatten(self._in_tree, self._in_bank(data, scaled, vector)))
+        scales = [jnp.float32(1.0)] * self._bank_size
+        for value, slot in zip(converted, self._arg_slots, strict=True):
+            if slot is not None:
+                scales[slot] = jnp.asarray(value.scale, jnp.float32)
+        bank = ScaleBank(jnp.stack(scales))
+        leaves = [value if slot is None else ScaledArray.in_bank(value.data, bank, slot)
+                  for value, slot in zip(converted, self._arg_slots, strict=True)]
+        return tuple(jax.tree.unflatten(self._in_tree, leaves))
 
     # ----- inspection ---------------------------------------------------------------------
     def report(self) -> Report:
@@ -332,14 +323,40 @@ class ScaledStep:
         raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
 
 
-def _bank_number(banks: list[Any], bank: Any, picks: list[list[int]]) -> int:
-    """``bank``'s position in ``banks`` (by identity); appended, with no picks, if new."""
+def _bank_number(banks: list[Any], bank: Any) -> int:
+    """``bank``'s position in ``banks`` (by identity), appended if new."""
     for number, known in enumerate(banks):
         if known is bank:
             return number
     banks.append(bank)
-    picks.append([])
     return len(banks) - 1
+
+
+def _arg_slots(in_specs: list[LeafSpec], out_specs: list[LeafSpec],
+               out_tree: Any) -> list[int | None]:
+    """Per argument, the index of its scale in a bank made by ``scale_args`` (None where it
+    has no scale): the index of the output at the same path with the same shape, if any, so
+    that a step's state sits where the step's outputs put it; else after all outputs."""
+    out_paths = [jax.tree_util.keystr(path) for path, _ in
+                 jax.tree_util.tree_flatten_with_path(
+                     jax.tree.unflatten(out_tree, range(len(out_specs))))[0]]
+    out_index: dict[tuple[str, tuple[int, ...]], int] = {}
+    position = 0
+    for path, spec in zip(out_paths, out_specs, strict=True):
+        if spec.scaled:
+            out_index[(path, spec.shape)] = position
+            position += 1
+    slots: list[int | None] = []
+    taken: set[int] = set()
+    for spec in in_specs:
+        slot = out_index.get((spec.path, spec.shape)) if spec.scaled else None
+        if spec.scaled and (slot is None or slot in taken):
+            slot = position
+            position += 1
+        if slot is not None:
+            taken.add(slot)
+        slots.append(slot)
+    return slots
 
 
 def _data_dtypes(avals: tuple[Any, ...], specs: list[LeafSpec]) -> list[Any]:

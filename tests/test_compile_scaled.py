@@ -187,8 +187,7 @@ def test_scales_travel_as_one_vector(mlp: Case) -> None:
     assert len({id(leaf.bank[0]) for leaf in outputs}) == 1
     assert [leaf.bank[1] for leaf in outputs] == list(range(len(outputs)))
     lowered = mlp.step.lower(new_params, x, y)
-    # the weights' data, the bank and which of its elements they take, x and y with scales
-    assert len(jax.tree.leaves(lowered.args_info)) == 6 + 2 + 2 * 2
+    assert len(jax.tree.leaves(lowered.args_info)) == 6 + 1 + 2 * 2  # data, bank, x and y
     banked = mlp.step(new_params, x, y)
     own = [{name: ScaledArray(a.data, a.scale) for name, a in layer.items()}
            for layer in new_params]
@@ -214,6 +213,20 @@ def test_a_training_loop_compiles_once(mlp: Case) -> None:
     for _ in range(3):
         want, want_loss = jax.jit(mlp.fn)(want, x, y)
     assert_tree_close(unscale_tree((state, loss)), (want, want_loss))
+
+
+def test_scale_args_of_a_step_whose_outputs_are_not_its_state() -> None:
+    """Arguments with no output at their path and shape take bank slots after the outputs'."""
+    def fn(x: jax.Array, y: jax.Array) -> tuple[jax.Array, ...]:
+        return y * 2.0, x + 1.0, jnp.sum(x * x)
+
+    x, y = jnp.arange(3.0), jnp.linspace(-1.0, 1.0, 4)
+    step = compile_scaled(fn, x, y, policy=F32)
+    sx, sy = step.scale_args(x, y)
+    assert (sx.bank[1], sy.bank[1]) == (3, 4) and sx.bank[0] is sy.bank[0]
+    assert_tree_close(unscale_tree(step(sx, sy)), fn(x, y))
+    out = step(sx, sy)
+    assert_tree_close(unscale_tree(step(out[1], out[0])), fn(x + 1.0, y * 2.0))
 
 
 def test_scales_of_a_bank_are_rank0_f32_arrays(mlp: Case) -> None:
