@@ -23,11 +23,14 @@ _NORMAL_EXPONENTS = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-24, 15)}
 
 def element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:
     t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
+    if isinstance(t, ir.ShapedType):  # the bindings hand back concrete (downcast) types
+        return t.element_type
     return ir.ShapedType(t).element_type
 
 
 def attributes_of(op: ir.Operation) -> dict[str, ir.Attribute]:
-    return {name: op.attributes[name] for name in op.attributes}
+    attributes = op.attributes  # one map object: ``op.attributes`` builds a new one each time
+    return {name: attributes[name] for name in attributes}
 
 
 def float_type(name: str) -> ir.Type:
@@ -49,13 +52,20 @@ def is_ranked_tensor(t: ir.Type) -> bool:
     return isinstance(t, ir.RankedTensorType)
 
 
+_SCALED_ELEMENT_CLASSES = (ir.F16Type, ir.BF16Type, ir.F32Type)  # SCALED_ELEMENT_TYPES
+
+
 def is_scalable_type(t: ir.Type) -> bool:
-    """Tensors that carry a (data, scale) pair: ranked, of f16, bf16 or f32 elements."""
-    return is_ranked_tensor(t) and str(ir.RankedTensorType(t).element_type) in SCALED_ELEMENT_TYPES
+    """Tensors that carry a (data, scale) pair: ranked, of f16, bf16 or f32 elements.
+
+    Checked on the bindings' concrete type classes: printing the element type to compare
+    names costs more than the rest of this test, which runs for every value."""
+    return isinstance(t, ir.RankedTensorType) and isinstance(t.element_type,
+                                                              _SCALED_ELEMENT_CLASSES)
 
 
 def with_element_type(t: ir.Type, element: ir.Type) -> ir.RankedTensorType:
-    ranked = ir.RankedTensorType(t)
+    ranked = t if isinstance(t, ir.RankedTensorType) else ir.RankedTensorType(t)
     return ir.RankedTensorType.get(ranked.shape, element, ranked.encoding)
 
 
@@ -141,14 +151,21 @@ def read_dense(attr: ir.Attribute) -> np.ndarray:
 
 
 class Emitter:
-    """Creates ops before ``ip`` with location ``loc``."""
+    """Creates ops before ``ip`` with location ``loc``.
 
-    def __init__(self, ip: ir.InsertionPoint, loc: ir.Location) -> None:
+    ``constants``, when given, caches the i32 scalar constants made at ``ip`` (the exponent
+    arithmetic asks for 23, 127, -127... thousands of times in a large step): only for an
+    insertion point that stays put, so that an earlier constant dominates every later use.
+    """
+
+    def __init__(self, ip: ir.InsertionPoint, loc: ir.Location,
+                 constants: dict[int, ir.Value] | None = None) -> None:
         self.ip = ip
         self.loc = loc
+        self.constants = constants
 
     def at(self, loc: ir.Location) -> Emitter:
-        return Emitter(self.ip, loc)
+        return Emitter(self.ip, loc, self.constants)
 
     def op(
         self,
@@ -211,6 +228,8 @@ class Emitter:
     def scale_tensor_static(self, x: ir.Value, exp: int) -> ir.Value:
         """``x * 2**exp``, exactly: one multiply per step of the element type's normal range
         (``2**-200`` is no f32 constant); nothing is emitted for ``exp == 0``."""
+        if exp == 0:
+            return x
         low, high = _NORMAL_EXPONENTS.get(str(element_type(x)), _NORMAL_EXPONENTS["f32"])
         while exp != 0:
             step = min(max(exp, low), high)
@@ -220,9 +239,17 @@ class Emitter:
 
     # ----- runtime scales as i32 exponents ---------------------------------------------------
     def int_scalar(self, value: int) -> ir.Value:
+        """A rank-0 i32 constant, made once per insertion point when ``constants`` is set."""
+        cache = self.constants
+        found = None if cache is None else cache.get(value)
+        if found is not None:
+            return found
         t = scalar_type(ir.IntegerType.get_signless(32))
         attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value))
-        return self.op("stablehlo.constant", [], [t], {"value": attr}).result
+        result = self.op("stablehlo.constant", [], [t], {"value": attr}).result
+        if cache is not None:
+            cache[value] = result
+        return result
 
     def exponent_of_pow2(self, scale: ir.Value) -> ir.Value:
         """The exponent of a positive power-of-two rank-0 f32, read from its bits (a zero or

@@ -72,10 +72,14 @@ def _callee_name(call: ir.Operation) -> str:
     return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
 
 
-def _check_no_recursion(functions: dict[str, ir.Operation]) -> None:
+def _callees(functions: dict[str, ir.Operation]) -> dict[str, set[str]]:
+    """The names each function calls."""
+    return {name: {_callee_name(c) for c in _calls_in(func)} for name, func in
+            functions.items()}
+
+
+def _check_no_recursion(callees: dict[str, set[str]]) -> None:
     """Refuse call cycles up front: inlining one would grow the module exponentially."""
-    callees = {name: {_callee_name(c) for c in _calls_in(func)} for name, func in
-               functions.items()}
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 
     def visit(name: str) -> None:
@@ -96,7 +100,10 @@ def _check_no_recursion(functions: dict[str, ir.Operation]) -> None:
 def inline_calls(module: ir.Module) -> int:
     """Inline calls until none is left; returns how many were inlined."""
     functions = functions_by_name(module)
-    _check_no_recursion(functions)
+    callees = _callees(functions)
+    _check_no_recursion(callees)
+    if not any(callees.values()):  # no call in any function: skip walking the module again
+        return 0
     inlined = 0
     for _ in range(MAX_INLINE_DEPTH):
         calls = _calls_in(module.operation)

@@ -8,6 +8,7 @@ assigns a rule to each op name is ``rules.py``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from jax.extend.mlir import ir
@@ -27,7 +28,12 @@ from scalify_hlo.rewrites.regions import (
 )
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 
-from scalify_hlo.scale import Scale, pow2_exponent_of_array, sqrt_size_exponent
+from scalify_hlo.scale import (
+    Scale,
+    pow2_exponent_of_array,
+    saturate_exponent,
+    sqrt_size_exponent,
+)
 
 # custom_call targets that only move or annotate data (sharding, layout): scale-transparent.
 LAYOUT_ONLY_CUSTOM_CALLS = {
@@ -37,18 +43,20 @@ LAYOUT_ONLY_CUSTOM_CALLS = {
 
 
 # ----- helpers --------------------------------------------------------------------------
-def float_operand_indices(scope: Scope, op: ir.Operation) -> list[int]:
-    return [i for i, v in enumerate(op.operands) if scope.is_scaled(v)]
+def float_operand_indices(scope: Scope, operands: Sequence[ir.Value]) -> list[int]:
+    return [i for i, v in enumerate(operands) if scope.is_scaled(v)]
 
 
 def emit_like(scope: Scope, op: ir.Operation, operands: list[ir.Value]) -> ir.Operation:
     """The same op on new operands, results and regions retyped to the data dtype."""
     attributes = attributes_of(op)
     attributes.pop(RESCALE_ATTR, None)
+    regions = op.regions
     new = scope.emit.op(op.name, operands, [scope.data_type(r.type) for r in op.results],
-                        attributes, regions=len(op.regions))
-    for old_region, new_region in zip(op.regions, new.regions, strict=True):
-        clone_region_retyped(old_region, new_region, scope.data_type)
+                        attributes, regions=len(regions))
+    if len(regions):
+        for old_region, new_region in zip(regions, new.regions, strict=True):
+            clone_region_retyped(old_region, new_region, scope.data_type)
     return new
 
 
@@ -70,15 +78,16 @@ def operands_at_common_scale(
     constants_follow: bool = False, merge: bool = False,
 ) -> tuple[list[ir.Value], Scale]:
     """New operands with the float ones (or those at ``indices``) at one common scale."""
-    indices = float_operand_indices(scope, op) if indices is None else indices
-    operands: list[ir.Value | None] = [None] * len(op.operands)
+    olds = list(op.operands)  # ``op.operands`` builds a new list object on every access
+    indices = float_operand_indices(scope, olds) if indices is None else indices
+    operands: list[ir.Value | None] = [None] * len(olds)
     scale = Scale()
     if indices:
-        datas, scale = scope.to_common_scale([scope.scaled(op.operands[i]) for i in indices],
+        datas, scale = scope.to_common_scale([scope.scaled(olds[i]) for i in indices],
                                              constants_follow, merge)
         for i, data in zip(indices, datas, strict=True):
             operands[i] = data
-    for i, old in enumerate(op.operands):
+    for i, old in enumerate(olds):
         if operands[i] is None:
             operands[i] = scope.plain(old)
     return operands, scale
@@ -310,15 +319,27 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
         return
     attr = op.attributes["value"]
     scalar = splat_scalar(attr)  # a splat is never materialized at its full shape
-    values = np.array([scalar]) if scalar is not None else read_dense(attr).astype(np.float64)
     data_type = scope.data_type(result.type)
+    if scalar is not None:
+        exp, any_scale = _split_scalar(scalar)
+        data = scope.emit.splat(scalar / 2.0 ** exp, data_type)
+        scope.set(result, Scaled(data, Scale(exp), any_scale))
+        return
+    values = read_dense(attr).astype(np.float64)
     exp = pow2_exponent_of_array(values, str(scope.current_data_dtype()))
     any_scale = bool(np.all((values == 0) | ~np.isfinite(values)))
-    if scalar is not None:
-        data = scope.emit.splat(float(_divided(values, exp)[0]), data_type)
-    else:
-        data = scope.emit.constant(_divided(values, exp), data_type)
+    data = scope.emit.constant(_divided(values, exp), data_type)
     scope.set(result, Scaled(data, Scale(exp), any_scale))
+
+
+def _split_scalar(value: float) -> tuple[int, bool]:
+    """``pow2_exponent_of_array`` and the any-scale test of one value, without numpy (most
+    constants are splats, and numpy's per-call cost is most of a small constant's rewrite):
+    the exponent of a finite non-zero value, saturated to the f32 range (with one value
+    there is no smallest magnitude to keep); 0 for 0, inf and NaN, which fit any scale."""
+    if value == 0 or not math.isfinite(value):
+        return 0, True
+    return saturate_exponent(math.frexp(abs(value))[1] - 1)[0], False
 
 
 def _divided(values: np.ndarray, exp: int) -> np.ndarray:

@@ -16,7 +16,6 @@ from scalify_hlo.rewrites.emitter import (
     MIN_NORMAL_EXP,
     Emitter,
     element_type,
-    is_ranked_tensor,
     is_scalable_type,
     scalar_type,
     splat_constant_value,
@@ -103,7 +102,7 @@ class Scope:
         self._factors: dict[tuple[Scale, str], ir.Value] = {}
         self._unscaled: dict[ir.Value, ir.Value] = {}
         self._converted: dict[tuple[ir.Value, str], ir.Value] = {}
-        self.emit = Emitter(ir.InsertionPoint(block), ir.Location.unknown())
+        self.emit = Emitter(ir.InsertionPoint(block), ir.Location.unknown(), constants={})
 
     # ----- the value map -------------------------------------------------------------
     def lookup(self, old: ir.Value) -> Mapped | None:
@@ -202,7 +201,7 @@ class Scope:
         if part == "flush":
             value = emit.pow2_of_exponent(emit.clamp_exponent(exponent, MIN_NORMAL_EXP - 1))
         else:
-            high = emit.clamp_exponent(exponent)
+            high = self._clamped(scale, exponent)
             if part == "high":
                 value = emit.pow2_of_exponent(high)
             else:
@@ -210,6 +209,14 @@ class Scope:
                     emit.binary("stablehlo.subtract", exponent, high), MIN_NORMAL_EXP - 1))
         self._factors[key] = value
         return value
+
+    def _clamped(self, scale: Scale, exponent: ir.Value) -> ir.Value:
+        """``clamp(e, -126, 127)``, shared by the ``high`` and ``low`` factors of a scale."""
+        key = (scale, "clamped")
+        found = self._cached("_factors", key)
+        if found is None:
+            found = self._factors[key] = self.emit.clamp_exponent(exponent)
+        return found
 
     def apply_exactly(self, data: ir.Value, scale: Scale) -> ir.Value:
         """``data * scale`` in f32 with the two-factor ``2**e`` (see ``factor``)."""
@@ -345,6 +352,10 @@ class Scope:
 
     def to_common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,
                         merge: bool = False) -> tuple[list[ir.Value], Scale]:
+        if len(values) == 1:  # layout ops, convert...: what the general path computes
+            value = values[0]  # (its common scale drops the recipe, so this one does too)
+            return [value.data], (Scale() if value.any_scale
+                                  else Scale(value.scale.exp, value.scale.factors))
         scale = self.common_scale(values, constants_follow, merge)
         return [self.rescale_data(v, scale) for v in values], scale
 
@@ -396,7 +407,7 @@ class Scope:
         return old.type
 
     def check_static(self, t: ir.Type) -> None:
-        if is_ranked_tensor(t) and not ir.RankedTensorType(t).has_static_shape:
+        if isinstance(t, ir.RankedTensorType) and not t.has_static_shape:
             raise RewriteError(
                 f"{short_location(self.emit.loc)}: dynamic shapes are not supported ({t})")
 
@@ -487,8 +498,7 @@ class Scope:
     def _rewrite_op(self, op: ir.Operation) -> None:
         self.emit = self.emit.at(op.location)
         for result in op.results:
-            if is_ranked_tensor(result.type):
-                self.check_static(result.type)
+            self.check_static(result.type)
         touches_floats = any(isinstance(self.lookup(v), Scaled) for v in op.operands) or any(
             is_scalable_type(r.type) for r in op.results)
         if not touches_floats:  # integers, booleans, tokens, complex, f64: cloned as they are
@@ -503,7 +513,7 @@ class Scope:
 
     def child(self, block: ir.Block) -> Scope:
         child = Scope(self.state, block, self)
-        child.emit = Emitter(ir.InsertionPoint(block), self.emit.loc)
+        child.emit = Emitter(ir.InsertionPoint(block), self.emit.loc, constants={})
         return child
 
     # ----- flattening (data, scale) pairs for signatures, loops and branches --------

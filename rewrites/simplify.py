@@ -38,20 +38,34 @@ def _trivial_result(op: ir.Operation) -> ir.Value | None:
     return None
 
 
-def drop_identities(module: ir.Module) -> int:
+_IDENTITY_CANDIDATES = ("stablehlo.multiply", "stablehlo.divide", "stablehlo.convert")
+
+
+def _collect(module: ir.Module) -> list[ir.Operation]:
+    """The ops every step of this pass looks at, from one walk of the module (a walk costs
+    a Python call per op, and the rewritten module is large)."""
+    return ops_named(module.operation, *_IDENTITY_CANDIDATES, "stablehlo.transpose")
+
+
+def drop_identities(module: ir.Module, ops: list[ir.Operation] | None = None) -> int:
     """Replace identity ops by their operand; returns how many were dropped.
 
     Candidates are collected first and each replacement is computed only when it is applied,
-    because dropping one identity can change the operand of the next.
+    because dropping one identity can change the operand of the next. ``ops`` (from
+    ``_collect``) loses the dropped ops, so that ``sink_scale_factors`` can reuse it.
     """
-    dropped = 0
-    for op in ops_named(module.operation, "stablehlo.multiply", "stablehlo.divide",
-                        "stablehlo.convert"):
-        replacement = _trivial_result(op)
+    if ops is None:
+        ops = _collect(module)
+    kept: list[ir.Operation] = []
+    for op in ops:
+        replacement = _trivial_result(op) if op.name in _IDENTITY_CANDIDATES else None
         if replacement is not None:
             op.results[0].replace_all_uses_with(replacement)
             op.erase()
-            dropped += 1
+        else:
+            kept.append(op)
+    dropped = len(ops) - len(kept)
+    ops[:] = kept
     return dropped
 
 
@@ -61,15 +75,17 @@ def _is_scalar_broadcast(value: ir.Value) -> bool:
             and not ir.RankedTensorType(op.operands[0].type).shape)
 
 
-def sink_scale_factors(module: ir.Module) -> int:
+def sink_scale_factors(module: ir.Module, ops: list[ir.Operation] | None = None) -> int:
     """``(a * b) * broadcast(s)`` becomes ``a * (b * broadcast(s))`` when the product has no
     other use: the same number for a power-of-two ``s``, but XLA can then contract
     ``a * b' + c`` into one FMA as it does in the original program, so the rewritten program
     rounds as the original does (a rescale between the product and the add would round the
     product first). ``b`` is the operand made by a broadcast when there is one (the smaller
-    tensor)."""
+    tensor). ``ops``: as for ``drop_identities``; only its multiplies are looked at."""
     sunk = 0
-    for op in ops_named(module.operation, "stablehlo.multiply"):
+    for op in _collect(module) if ops is None else ops:
+        if op.name != "stablehlo.multiply":
+            continue
         product, factor = op.operands
         if not _is_scalar_broadcast(factor):
             continue
@@ -94,13 +110,16 @@ def _splat_or_scalar_broadcast(value: ir.Value) -> bool:
     return _is_scalar_broadcast(value) or splat_constant_value(value) is not None
 
 
-def transpose_before_scaling(module: ir.Module) -> int:
+def transpose_before_scaling(module: ir.Module, ops: list[ir.Operation] | None = None) -> int:
     """``transpose(x * s)`` becomes ``transpose(x) * s`` for a splat or broadcast scalar ``s``
     and a product with no other use: XLA folds a transpose that directly follows a dot into
     the dot (JAX's weight gradients are ``transpose(dot)``), but not one behind the unit-
-    scaling multiply, and then copies the transposed gradient on every step."""
+    scaling multiply, and then copies the transposed gradient on every step. ``ops``: as
+    for ``drop_identities``; only its transposes are looked at."""
     moved = 0
-    for op in ops_named(module.operation, "stablehlo.transpose"):
+    for op in _collect(module) if ops is None else ops:
+        if op.name != "stablehlo.transpose":
+            continue
         product = op.operands[0]
         multiply = defining_op(product)
         if (multiply is None or multiply.name != "stablehlo.multiply"
@@ -127,9 +146,13 @@ def transpose_before_scaling(module: ir.Module) -> int:
 
 
 def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-    context.bump("simplify.identities-dropped", drop_identities(module))
-    context.bump("simplify.factors-sunk", sink_scale_factors(module))
-    context.bump("simplify.transposes-moved", transpose_before_scaling(module))
+    ops = _collect(module)
+    # Split before anything is erased: an erased op must not be touched again.
+    transposes = [op for op in ops if op.name == "stablehlo.transpose"]
+    candidates = [op for op in ops if op.name != "stablehlo.transpose"]
+    context.bump("simplify.identities-dropped", drop_identities(module, candidates))
+    context.bump("simplify.factors-sunk", sink_scale_factors(module, candidates))
+    context.bump("simplify.transposes-moved", transpose_before_scaling(module, transposes))
     run_mlir_pipeline(module, "canonicalize,cse,symbol-dce")
 
 

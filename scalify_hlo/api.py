@@ -39,7 +39,10 @@ def rewrite_module_source(
     debug_info: bool = False,
     dump_after_pass: DumpHook | None = None,
 ) -> ChunkResult:
-    """Parse, verify, run the pipeline, verify again and serialize one module.
+    """Parse, verify, run the pipeline and serialize one module.
+
+    The module is verified once after parsing and after each pass (``run_pipeline``), so it
+    is not verified again, and the printer may assume it valid.
 
     User errors come back in ``ChunkResult.error`` rather than raised, so that a multi-chunk
     input can report one chunk's failure and still process the others.
@@ -56,9 +59,8 @@ def rewrite_module_source(
                     dump_after_pass(str(invocation), hlo_ir.module_to_text(current, debug_info))
 
             run_pipeline(module, invocations, result.context, after)
-            hlo_ir.verify(module, filename, line_offset)
             result.ops_after = hlo_ir.count_ops(module)
-            result.output = hlo_ir.write_module(module, emit, debug_info)
+            result.output = hlo_ir.write_module(module, emit, debug_info, verified=True)
         except ScalifyError as exc:
             result.error = hlo_ir.relocate(str(exc), filename, line_offset)
     result.context.warnings = [hlo_ir.relocate(w, filename, line_offset)

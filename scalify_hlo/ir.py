@@ -107,16 +107,17 @@ def parse_module(source: str | bytes, filename: str = "-", line_offset: int = 0)
 
 # MLIR's parsers recurse per nesting level: deeper input overflows the C stack.
 MAX_NESTING_DEPTH = 512
-_OPENER_CODES = np.frombuffer(b"([{<", dtype=np.uint8)
-_CLOSER_CODES = np.frombuffer(b")]}>", dtype=np.uint8)
+# The depth step of each byte: +1 for an opener, -1 for a closer (a table lookup per byte is
+# half the cost of two ``np.isin`` scans).
+_DEPTH_STEPS = np.zeros(256, dtype=np.int64)
+_DEPTH_STEPS[np.frombuffer(b"([{<", dtype=np.uint8)] = 1
+_DEPTH_STEPS[np.frombuffer(b")]}>", dtype=np.uint8)] = -1
 
 
 def _nesting_depth(text: str) -> int:
     """Deepest bracket nesting (stray closers clamp at 0), vectorized: inputs are megabytes."""
     codes = np.frombuffer(text.encode("utf-8", "replace"), dtype=np.uint8)
-    steps = np.zeros(codes.shape, dtype=np.int64)
-    steps[np.isin(codes, _OPENER_CODES)] = 1
-    steps[np.isin(codes, _CLOSER_CODES)] = -1
+    steps = _DEPTH_STEPS[codes]
     if not steps.any():
         return 0
     depth = np.cumsum(steps)
@@ -213,15 +214,20 @@ def verify(module: ir.Module, filename: str = "-", line_offset: int = 0) -> None
         raise IRError(format_diagnostics(exc, filename, line_offset)) from None
 
 
-def module_to_text(module: ir.Module, debug_info: bool = False) -> str:
-    return module.operation.get_asm(enable_debug_info=debug_info)
+def module_to_text(module: ir.Module, debug_info: bool = False, verified: bool = False) -> str:
+    """The module as text; ``verified`` skips the printer's own verification (which decides
+    between the custom and the generic form), a full verify on a large module."""
+    return module.operation.get_asm(enable_debug_info=debug_info, assume_verified=verified)
 
 
-def write_module(module: ir.Module, fmt: EmitFormat, debug_info: bool = False) -> bytes:
-    """Serialize a module as text, MLIR bytecode, or a versioned StableHLO portable artifact."""
+def write_module(module: ir.Module, fmt: EmitFormat, debug_info: bool = False,
+                 verified: bool = False) -> bytes:
+    """Serialize a module as text, MLIR bytecode, or a versioned StableHLO portable artifact;
+    ``verified``: the caller has just verified it (see ``module_to_text``)."""
     fmt = EmitFormat(fmt)
-    if fmt is EmitFormat.TEXT:
-        return module_to_text(module, debug_info).encode()
+    if fmt is EmitFormat.TEXT:  # bytes straight from the printer: no str round trip
+        return module.operation.get_asm(binary=True, enable_debug_info=debug_info,
+                                        assume_verified=verified)
     if fmt is EmitFormat.BYTECODE:
         buffer = io.BytesIO()
         module.operation.write_bytecode(buffer)

@@ -24,54 +24,35 @@
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[YB:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[YSH:%.*]] = stablehlo.shift_right_logical [[YB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[EY:%.*]] = stablehlo.subtract [[YSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[EX]], [[EY]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[EX]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KX:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KXB:%.*]] = stablehlo.add [[KX]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KXS:%.*]] = stablehlo.shift_left [[KXB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FX:%.*]] = stablehlo.bitcast_convert [[KXS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FXB:%.*]] = stablehlo.broadcast_in_dim [[FX]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[FXB]] : tensor<4xf32>
 // CHECK-NEXT:    [[DY:%.*]] = stablehlo.subtract [[EY]], [[E]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KY:%.*]] = stablehlo.clamp [[CM127]], [[DY]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KYB:%.*]] = stablehlo.add [[KY]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KYS:%.*]] = stablehlo.shift_left [[KYB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FY:%.*]] = stablehlo.bitcast_convert [[KYS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FYB:%.*]] = stablehlo.broadcast_in_dim [[FY]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[Y1:%.*]] = stablehlo.multiply [[Y]], [[FYB]] : tensor<4xf32>
 // CHECK-NEXT:    [[A:%.*]] = stablehlo.add [[X1]], [[Y1]] : tensor<4xf32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[HI]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.multiply [[A]], [[FLB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KS:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[KS]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[HI]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KSS:%.*]] = stablehlo.shift_left [[KSB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[S:%.*]] = stablehlo.bitcast_convert [[KSS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R]], [[S]] : tensor<4xf32>, tensor<f32>
@@ -88,17 +69,12 @@
 // FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // FIRST-NEXT:    [[EY:%.*]] = stablehlo.subtract [[YSH]], [[C127]] : tensor<i32>
 // FIRST-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// FIRST-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // FIRST-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // FIRST-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // FIRST-NEXT:    [[DY:%.*]] = stablehlo.subtract [[EY]], [[EX]] : tensor<i32>
 // FIRST-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // FIRST-NEXT:    [[KY:%.*]] = stablehlo.clamp [[CM127]], [[DY]], [[C127]] : tensor<i32>
-// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // FIRST-NEXT:    [[KYB:%.*]] = stablehlo.add [[KY]], [[C127]] : tensor<i32>
-// FIRST-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // FIRST-NEXT:    [[KYS:%.*]] = stablehlo.shift_left [[KYB]], [[C23]] : tensor<i32>
 // FIRST-NEXT:    [[FY:%.*]] = stablehlo.bitcast_convert [[KYS]] : (tensor<i32>) -> tensor<f32>
 // FIRST-NEXT:    [[FYB:%.*]] = stablehlo.broadcast_in_dim [[FY]], dims = [] : (tensor<f32>) -> tensor<4xf32>
@@ -129,47 +105,30 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[EX]], [[ONE]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[EX]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KX:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KXB:%.*]] = stablehlo.add [[KX]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KXS:%.*]] = stablehlo.shift_left [[KXB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FX:%.*]] = stablehlo.bitcast_convert [[KXS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FXB:%.*]] = stablehlo.broadcast_in_dim [[FX]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[FXB]] : tensor<4xf32>
 // CHECK-NEXT:    [[DC:%.*]] = stablehlo.subtract [[ONE]], [[E]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KC:%.*]] = stablehlo.clamp [[CM127]], [[DC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KCB:%.*]] = stablehlo.add [[KC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KCS:%.*]] = stablehlo.shift_left [[KCB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FC:%.*]] = stablehlo.bitcast_convert [[KCS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FCB:%.*]] = stablehlo.broadcast_in_dim [[FC]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[C1:%.*]] = stablehlo.multiply [[C]], [[FCB]] : tensor<4xf32>
 // CHECK-NEXT:    [[A:%.*]] = stablehlo.add [[X1]], [[C1]] : tensor<4xf32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[HI]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.multiply [[A]], [[FLB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KS:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[KS]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[HI]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KSS:%.*]] = stablehlo.shift_left [[KSB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[S:%.*]] = stablehlo.bitcast_convert [[KSS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R]], [[S]] : tensor<4xf32>, tensor<f32>
@@ -188,11 +147,8 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf
 // FIRST-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // FIRST-NEXT:    [[DC:%.*]] = stablehlo.subtract [[ONE]], [[EX]] : tensor<i32>
 // FIRST-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // FIRST-NEXT:    [[KC:%.*]] = stablehlo.clamp [[CM127]], [[DC]], [[C127]] : tensor<i32>
-// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // FIRST-NEXT:    [[KCB:%.*]] = stablehlo.add [[KC]], [[C127]] : tensor<i32>
-// FIRST-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // FIRST-NEXT:    [[KCS:%.*]] = stablehlo.shift_left [[KCB]], [[C23]] : tensor<i32>
 // FIRST-NEXT:    [[FC:%.*]] = stablehlo.bitcast_convert [[KCS]] : (tensor<i32>) -> tensor<f32>
 // FIRST-NEXT:    [[FCB:%.*]] = stablehlo.broadcast_in_dim [[FC]], dims = [] : (tensor<f32>) -> tensor<4xf32>

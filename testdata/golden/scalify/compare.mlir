@@ -21,31 +21,22 @@
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[YB:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[YSH:%.*]] = stablehlo.shift_right_logical [[YB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[EY:%.*]] = stablehlo.subtract [[YSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[SUM:%.*]] = stablehlo.add [[EX]], [[EY]] : tensor<i32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], [[ONE]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[EX]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KX:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KXB:%.*]] = stablehlo.add [[KX]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KXS:%.*]] = stablehlo.shift_left [[KXB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FX:%.*]] = stablehlo.bitcast_convert [[KXS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FXB:%.*]] = stablehlo.broadcast_in_dim [[FX]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[FXB]] : tensor<4xf32>
 // CHECK-NEXT:    [[DY:%.*]] = stablehlo.subtract [[EY]], [[E]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KY:%.*]] = stablehlo.clamp [[CM127]], [[DY]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KYB:%.*]] = stablehlo.add [[KY]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KYS:%.*]] = stablehlo.shift_left [[KYB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FY:%.*]] = stablehlo.bitcast_convert [[KYS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FYB:%.*]] = stablehlo.broadcast_in_dim [[FY]], dims = [] : (tensor<f32>) -> tensor<4xf32>
@@ -93,22 +84,15 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xi1> {
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], [[ONE]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[EX]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KX:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KXB:%.*]] = stablehlo.add [[KX]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KXS:%.*]] = stablehlo.shift_left [[KXB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FX:%.*]] = stablehlo.bitcast_convert [[KXS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FXB:%.*]] = stablehlo.broadcast_in_dim [[FX]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[FXB]] : tensor<4xf32>
 // CHECK-NEXT:    [[DC:%.*]] = stablehlo.subtract [[EC]], [[E]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KC:%.*]] = stablehlo.clamp [[CM127]], [[DC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KCB:%.*]] = stablehlo.add [[KC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KCS:%.*]] = stablehlo.shift_left [[KCB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FC:%.*]] = stablehlo.bitcast_convert [[KCS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FCB:%.*]] = stablehlo.broadcast_in_dim [[FC]], dims = [] : (tensor<f32>) -> tensor<4xf32>

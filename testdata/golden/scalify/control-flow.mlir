@@ -36,25 +36,16 @@
 // CHECK-NEXT:      stablehlo.return [[D2]], [[E2]], [[N1]] : tensor<4xf32>, tensor<i32>, tensor<i32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[W]]#1, [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[W]]#1, [[HI]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.multiply [[W]]#0, [[FLB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KS:%.*]] = stablehlo.clamp [[CM126]], [[W]]#1, [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[KS]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[HI]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KSS:%.*]] = stablehlo.shift_left [[KSB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[S:%.*]] = stablehlo.bitcast_convert [[KSS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R]], [[S]] : tensor<4xf32>, tensor<f32>
@@ -87,10 +78,10 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-SAME:    -> (tensor<f32>, tensor<f32>)
 // CHECK-NEXT:    [[C:%.*]] = stablehlo.constant dense<1.562500e+00> : tensor<f32>
 // CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[OC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[OC23]] : tensor<i32>
+// CHECK-NEXT:    [[OC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[OC127]] : tensor<i32>
 // CHECK-NEXT:    [[W:%.*]]:2 = stablehlo.while([[D:%.*]] = [[X]], [[E:%.*]] = [[EX]]) : tensor<f32>, tensor<i32>
 // CHECK-NEXT:    cond {
 // CHECK-NEXT:      [[E6:%.*]] = stablehlo.constant dense<6> : tensor<i32>
@@ -101,19 +92,14 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:      [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
 // CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:      [[KD:%.*]] = stablehlo.clamp [[CM127]], [[DD]], [[C127]] : tensor<i32>
-// CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:      [[KDB:%.*]] = stablehlo.add [[KD]], [[C127]] : tensor<i32>
 // CHECK-NEXT:      [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:      [[KDS:%.*]] = stablehlo.shift_left [[KDB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:      [[FD:%.*]] = stablehlo.bitcast_convert [[KDS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:      [[D1:%.*]] = stablehlo.multiply [[D]], [[FD]] : tensor<f32>
 // CHECK-NEXT:      [[DC:%.*]] = stablehlo.subtract [[E6]], [[M]] : tensor<i32>
-// CHECK-NEXT:      [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:      [[KC:%.*]] = stablehlo.clamp [[CM127]], [[DC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:      [[KCB:%.*]] = stablehlo.add [[KC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:      [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:      [[KCS:%.*]] = stablehlo.shift_left [[KCB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:      [[FC:%.*]] = stablehlo.bitcast_convert [[KCS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:      [[C1:%.*]] = stablehlo.multiply [[C]], [[FC]] : tensor<f32>
@@ -126,19 +112,14 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:      [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
 // CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:      [[KD:%.*]] = stablehlo.clamp [[CM127]], [[DD]], [[C127]] : tensor<i32>
-// CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:      [[KDB:%.*]] = stablehlo.add [[KD]], [[C127]] : tensor<i32>
 // CHECK-NEXT:      [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:      [[KDS:%.*]] = stablehlo.shift_left [[KDB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:      [[FD:%.*]] = stablehlo.bitcast_convert [[KDS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:      [[D1:%.*]] = stablehlo.multiply [[D]], [[FD]] : tensor<f32>
 // CHECK-NEXT:      [[DC:%.*]] = stablehlo.subtract [[E6]], [[M]] : tensor<i32>
-// CHECK-NEXT:      [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:      [[KC:%.*]] = stablehlo.clamp [[CM127]], [[DC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:      [[KCB:%.*]] = stablehlo.add [[KC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:      [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:      [[KCS:%.*]] = stablehlo.shift_left [[KCB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:      [[FC:%.*]] = stablehlo.bitcast_convert [[KCS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:      [[C1:%.*]] = stablehlo.multiply [[C]], [[FC]] : tensor<f32>
@@ -146,25 +127,16 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:      stablehlo.return [[A]], [[M]] : tensor<f32>, tensor<i32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[W]]#1, [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[W]]#1, [[OC127]] : tensor<i32>
 // CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[W]]#1, [[HI]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[OC127]] : tensor<i32>
+// CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[OC127]] : tensor<i32>
+// CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[OC23]] : tensor<i32>
 // CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.multiply [[W]]#0, [[FL]] : tensor<f32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KS:%.*]] = stablehlo.clamp [[CM126]], [[W]]#1, [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[KS]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[KSS:%.*]] = stablehlo.shift_left [[KSB]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[HI]], [[OC127]] : tensor<i32>
+// CHECK-NEXT:    [[KSS:%.*]] = stablehlo.shift_left [[KSB]], [[OC23]] : tensor<i32>
 // CHECK-NEXT:    [[S:%.*]] = stablehlo.bitcast_convert [[KSS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R]], [[S]] : tensor<f32>, tensor<f32>
 func.func public @main(%arg0: tensor<f32>) -> tensor<f32> {
@@ -207,21 +179,14 @@ func.func public @main(%arg0: tensor<f32>) -> tensor<f32> {
 // CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[R]]#1, [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[R]]#1, [[HI]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[D:%.*]] = stablehlo.multiply [[R]]#0, [[FLB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KS:%.*]] = stablehlo.clamp [[CM126]], [[R]]#1, [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[KS]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[HI]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KSS:%.*]] = stablehlo.shift_left [[KSB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FS:%.*]] = stablehlo.bitcast_convert [[KSS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[D]], [[FS]] : tensor<4xf32>, tensor<f32>
@@ -265,21 +230,14 @@ func.func public @main(%arg0: tensor<i32>, %arg1: tensor<4xf32>) -> tensor<4xf32
 // CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[IF]]#1, [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[IF]]#1, [[HI]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[D:%.*]] = stablehlo.multiply [[IF]]#0, [[FLB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KS:%.*]] = stablehlo.clamp [[CM126]], [[IF]]#1, [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[KS]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[KSB:%.*]] = stablehlo.add [[HI]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KSS:%.*]] = stablehlo.shift_left [[KSB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FS:%.*]] = stablehlo.bitcast_convert [[KSS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[D]], [[FS]] : tensor<4xf32>, tensor<f32>

@@ -23,25 +23,16 @@
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[UH:%.*]] = stablehlo.multiply [[X]], [[FHB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KH2:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH2]] : tensor<i32>
+// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
@@ -49,26 +40,15 @@
 // CHECK-NEXT:    [[UB:%.*]] = stablehlo.convert [[U]] : (tensor<4xf32>) -> tensor<4xbf16>
 // CHECK-NEXT:    [[UW:%.*]] = stablehlo.convert [[UB]] : (tensor<4xbf16>) -> tensor<4xf32>
 // CHECK-NEXT:    [[NE:%.*]] = stablehlo.negate [[E]] : tensor<i32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[NE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[DH1:%.*]] = stablehlo.multiply [[UW]], [[FHB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KH2:%.*]] = stablehlo.clamp [[CM126]], [[NE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[NL:%.*]] = stablehlo.subtract [[NE]], [[KH2]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[NL:%.*]] = stablehlo.subtract [[NE]], [[KH]] : tensor<i32>
 // CHECK-NEXT:    [[KL2:%.*]] = stablehlo.clamp [[CM127]], [[NL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB2:%.*]] = stablehlo.add [[KL2]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS2:%.*]] = stablehlo.shift_left [[KLB2]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL2:%.*]] = stablehlo.bitcast_convert [[KLS2]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB2:%.*]] = stablehlo.broadcast_in_dim [[FL2]], dims = [] : (tensor<f32>) -> tensor<4xf32>
@@ -88,25 +68,16 @@
 // F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[E:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // F16-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // F16-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
 // F16-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
 // F16-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // F16-NEXT:    [[UH:%.*]] = stablehlo.multiply [[W]], [[FHB]] : tensor<4xf32>
-// F16-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// F16-NEXT:    [[KH2:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH2]] : tensor<i32>
+// F16-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH]] : tensor<i32>
 // F16-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // F16-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
 // F16-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // F16-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
@@ -114,26 +85,15 @@
 // F16-NEXT:    [[UB:%.*]] = stablehlo.convert [[U]] : (tensor<4xf32>) -> tensor<4xbf16>
 // F16-NEXT:    [[UW:%.*]] = stablehlo.convert [[UB]] : (tensor<4xbf16>) -> tensor<4xf32>
 // F16-NEXT:    [[NE:%.*]] = stablehlo.negate [[E]] : tensor<i32>
-// F16-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[NE]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // F16-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
 // F16-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
 // F16-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // F16-NEXT:    [[DH1:%.*]] = stablehlo.multiply [[UW]], [[FHB]] : tensor<4xf32>
-// F16-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// F16-NEXT:    [[KH2:%.*]] = stablehlo.clamp [[CM126]], [[NE]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[NL:%.*]] = stablehlo.subtract [[NE]], [[KH2]] : tensor<i32>
-// F16-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// F16-NEXT:    [[NL:%.*]] = stablehlo.subtract [[NE]], [[KH]] : tensor<i32>
 // F16-NEXT:    [[KL2:%.*]] = stablehlo.clamp [[CM127]], [[NL]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[KLB2:%.*]] = stablehlo.add [[KL2]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // F16-NEXT:    [[KLS2:%.*]] = stablehlo.shift_left [[KLB2]], [[C23]] : tensor<i32>
 // F16-NEXT:    [[FL2:%.*]] = stablehlo.bitcast_convert [[KLS2]] : (tensor<i32>) -> tensor<f32>
 // F16-NEXT:    [[FLB2:%.*]] = stablehlo.broadcast_in_dim [[FL2]], dims = [] : (tensor<f32>) -> tensor<4xf32>
@@ -161,25 +121,16 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xbf16> {
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[UH:%.*]] = stablehlo.multiply [[X]], [[FHB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KH2:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH2]] : tensor<i32>
+// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
@@ -187,26 +138,15 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xbf16> {
 // CHECK-NEXT:    [[UH16:%.*]] = stablehlo.convert [[U]] : (tensor<4xf32>) -> tensor<4xf16>
 // CHECK-NEXT:    [[UW:%.*]] = stablehlo.convert [[UH16]] : (tensor<4xf16>) -> tensor<4xf32>
 // CHECK-NEXT:    [[NE:%.*]] = stablehlo.negate [[E]] : tensor<i32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[NE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[DH1:%.*]] = stablehlo.multiply [[UW]], [[FHB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KH2:%.*]] = stablehlo.clamp [[CM126]], [[NE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[NL:%.*]] = stablehlo.subtract [[NE]], [[KH2]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[NL:%.*]] = stablehlo.subtract [[NE]], [[KH]] : tensor<i32>
 // CHECK-NEXT:    [[KL2:%.*]] = stablehlo.clamp [[CM127]], [[NL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB2:%.*]] = stablehlo.add [[KL2]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS2:%.*]] = stablehlo.shift_left [[KLB2]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL2:%.*]] = stablehlo.bitcast_convert [[KLS2]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB2:%.*]] = stablehlo.broadcast_in_dim [[FL2]], dims = [] : (tensor<f32>) -> tensor<4xf32>
@@ -235,25 +175,16 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf16> {
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[UH:%.*]] = stablehlo.multiply [[X]], [[FHB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KH2:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH2]] : tensor<i32>
+// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>

@@ -34,25 +34,16 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[UH:%.*]] = stablehlo.multiply [[X]], [[FHB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KH2:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH2]] : tensor<i32>
+// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>

@@ -15,22 +15,15 @@
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[YBITS:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23B:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[YSH:%.*]] = stablehlo.shift_right_logical [[YBITS]], [[C23B]] : tensor<i32>
-// CHECK-NEXT:    [[C127B:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[YE:%.*]] = stablehlo.subtract [[YSH]], [[C127B]] : tensor<i32>
+// CHECK-NEXT:    [[YSH:%.*]] = stablehlo.shift_right_logical [[YBITS]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[YE:%.*]] = stablehlo.subtract [[YSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[XE]], [[YE]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[E]], [[H]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[EXCESS]], {{%.*}} : tensor<i32>
 // CHECK:         [[D1:%.*]] = stablehlo.multiply [[D]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[D1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
@@ -55,13 +48,9 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf
 // CHECK-NEXT:    [[M1:%.*]] = stablehlo.constant dense<-1> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE]], [[M1]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[E]], [[H]] : tensor<i32>
 // CHECK:         [[D1:%.*]] = stablehlo.multiply [[D]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[D1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
@@ -85,13 +74,9 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[SH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.negate [[XE]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[E]], [[H]] : tensor<i32>
 // CHECK:         [[D1:%.*]] = stablehlo.multiply [[D]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[D1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {

@@ -20,21 +20,15 @@
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[AE:%.*]] = stablehlo.subtract [[ASH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[BBITS:%.*]] = stablehlo.bitcast_convert [[BS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23B:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[BSH:%.*]] = stablehlo.shift_right_logical [[BBITS]], [[C23B]] : tensor<i32>
-// CHECK-NEXT:    [[C127B:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[BE:%.*]] = stablehlo.subtract [[BSH]], [[C127B]] : tensor<i32>
+// CHECK-NEXT:    [[BSH:%.*]] = stablehlo.shift_right_logical [[BBITS]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[BE:%.*]] = stablehlo.subtract [[BSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[P:%.*]] = stablehlo.add [[AE]], [[BE]] : tensor<i32>
 // CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[P]], [[K]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[E]], [[H]] : tensor<i32>
 // CHECK:         [[D2:%.*]] = stablehlo.multiply [[D1]], {{%.*}} : tensor<2x3xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[D2]], [[S]] : tensor<2x3xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<2x16xf32>, %arg1: tensor<16x3xf32>) -> tensor<2x3xf32> {
@@ -58,21 +52,15 @@ func.func public @main(%arg0: tensor<2x16xf32>, %arg1: tensor<16x3xf32>) -> tens
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[AE:%.*]] = stablehlo.subtract [[ASH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[BBITS:%.*]] = stablehlo.bitcast_convert [[BS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23B:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[BSH:%.*]] = stablehlo.shift_right_logical [[BBITS]], [[C23B]] : tensor<i32>
-// CHECK-NEXT:    [[C127B:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[BE:%.*]] = stablehlo.subtract [[BSH]], [[C127B]] : tensor<i32>
+// CHECK-NEXT:    [[BSH:%.*]] = stablehlo.shift_right_logical [[BBITS]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[BE:%.*]] = stablehlo.subtract [[BSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[P:%.*]] = stablehlo.add [[AE]], [[BE]] : tensor<i32>
 // CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[P]], [[K]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[E]], [[H]] : tensor<i32>
 // CHECK:         [[D2:%.*]] = stablehlo.multiply [[D1]], {{%.*}} : tensor<4x2x3xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[D2]], [[S]] : tensor<4x2x3xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4x2x16xf32>, %arg1: tensor<4x16x3xf32>) -> tensor<4x2x3xf32> {
@@ -98,21 +86,15 @@ func.func public @main(%arg0: tensor<4x2x16xf32>, %arg1: tensor<4x16x3xf32>) -> 
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[AE:%.*]] = stablehlo.subtract [[ASH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[BBITS:%.*]] = stablehlo.bitcast_convert [[BS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23B:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[BSH:%.*]] = stablehlo.shift_right_logical [[BBITS]], [[C23B]] : tensor<i32>
-// CHECK-NEXT:    [[C127B:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[BE:%.*]] = stablehlo.subtract [[BSH]], [[C127B]] : tensor<i32>
+// CHECK-NEXT:    [[BSH:%.*]] = stablehlo.shift_right_logical [[BBITS]], [[C23]] : tensor<i32>
+// CHECK-NEXT:    [[BE:%.*]] = stablehlo.subtract [[BSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[P:%.*]] = stablehlo.add [[AE]], [[BE]] : tensor<i32>
 // CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<3> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[P]], [[K]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[E]], [[H]] : tensor<i32>
 // CHECK:         [[D2:%.*]] = stablehlo.multiply [[D1]], {{%.*}} : tensor<1x6x6x2xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[D2]], [[S]] : tensor<1x6x6x2xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<1x8x8x4xf32>, %arg1: tensor<3x3x4x2xf32>) -> tensor<1x6x6x2xf32> {

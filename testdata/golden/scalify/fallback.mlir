@@ -22,26 +22,17 @@
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[SH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[HLO:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[HHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp [[HLO]], [[E]], [[HHI]] : tensor<i32>
-// CHECK-NEXT:    [[HBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HB:%.*]] = stablehlo.add [[HE]], [[HBIAS]] : tensor<i32>
-// CHECK-NEXT:    [[HC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[HBITS:%.*]] = stablehlo.shift_left [[HB]], [[HC23]] : tensor<i32>
+// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp [[HLO]], [[E]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[HB:%.*]] = stablehlo.add [[HE]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[HBITS:%.*]] = stablehlo.shift_left [[HB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[HF:%.*]] = stablehlo.bitcast_convert [[HBITS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[HFB:%.*]] = stablehlo.broadcast_in_dim [[HF]], dims = [] : (tensor<f32>) -> tensor<3x3xf32>
 // CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<3x3xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[E]], [[HE2]] : tensor<i32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[E]], [[HE]] : tensor<i32>
 // CHECK-NEXT:    [[LLO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[LHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp [[LLO]], [[REST]], [[LHI]] : tensor<i32>
-// CHECK-NEXT:    [[LBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[LB:%.*]] = stablehlo.add [[LE]], [[LBIAS]] : tensor<i32>
-// CHECK-NEXT:    [[LC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[LBITS:%.*]] = stablehlo.shift_left [[LB]], [[LC23]] : tensor<i32>
+// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp [[LLO]], [[REST]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[LB:%.*]] = stablehlo.add [[LE]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[LBITS:%.*]] = stablehlo.shift_left [[LB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[LF:%.*]] = stablehlo.bitcast_convert [[LBITS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[LFB:%.*]] = stablehlo.broadcast_in_dim [[LF]], dims = [] : (tensor<f32>) -> tensor<3x3xf32>
 // CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<3x3xf32>

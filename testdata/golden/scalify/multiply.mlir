@@ -15,19 +15,13 @@
 // CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
 // CHECK-NEXT:    [[YEBITS:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[YEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[YESH:%.*]] = stablehlo.shift_right_logical [[YEBITS]], [[YEC23]] : tensor<i32>
-// CHECK-NEXT:    [[YEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[YE:%.*]] = stablehlo.subtract [[YESH]], [[YEC127]] : tensor<i32>
+// CHECK-NEXT:    [[YESH:%.*]] = stablehlo.shift_right_logical [[YEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[YE:%.*]] = stablehlo.subtract [[YESH]], [[XEC127]] : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE]], [[YE]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
 // CHECK:         [[R1:%.*]] = stablehlo.multiply [[M]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
@@ -52,13 +46,9 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf
 // CHECK-NEXT:    [[M4:%.*]] = stablehlo.constant dense<-4> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE]], [[M4]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
 // CHECK:         [[R1:%.*]] = stablehlo.multiply [[M]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
@@ -85,19 +75,13 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[XE2:%.*]] = stablehlo.multiply [[XE]], [[TWO]] : tensor<i32>
 // CHECK-NEXT:    [[YEBITS:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[YEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[YESH:%.*]] = stablehlo.shift_right_logical [[YEBITS]], [[YEC23]] : tensor<i32>
-// CHECK-NEXT:    [[YEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[YE:%.*]] = stablehlo.subtract [[YESH]], [[YEC127]] : tensor<i32>
+// CHECK-NEXT:    [[YESH:%.*]] = stablehlo.shift_right_logical [[YEBITS]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[YE:%.*]] = stablehlo.subtract [[YESH]], [[XEC127]] : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE2]], [[YE]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
 // CHECK:         [[R1:%.*]] = stablehlo.multiply [[M2]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {

@@ -19,26 +19,17 @@
 // CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
 // CHECK-NEXT:    [[HLO:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[HHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp [[HLO]], [[XE]], [[HHI]] : tensor<i32>
-// CHECK-NEXT:    [[HBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HB:%.*]] = stablehlo.add [[HE]], [[HBIAS]] : tensor<i32>
-// CHECK-NEXT:    [[HC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[HBITS:%.*]] = stablehlo.shift_left [[HB]], [[HC23]] : tensor<i32>
+// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp [[HLO]], [[XE]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[HB:%.*]] = stablehlo.add [[HE]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[HBITS:%.*]] = stablehlo.shift_left [[HB]], [[XEC23]] : tensor<i32>
 // CHECK-NEXT:    [[HF:%.*]] = stablehlo.bitcast_convert [[HBITS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[HFB:%.*]] = stablehlo.broadcast_in_dim [[HF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE2]] : tensor<i32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
 // CHECK-NEXT:    [[LLO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[LHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp [[LLO]], [[REST]], [[LHI]] : tensor<i32>
-// CHECK-NEXT:    [[LBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[LB:%.*]] = stablehlo.add [[LE]], [[LBIAS]] : tensor<i32>
-// CHECK-NEXT:    [[LC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[LBITS:%.*]] = stablehlo.shift_left [[LB]], [[LC23]] : tensor<i32>
+// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp [[LLO]], [[REST]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[LB:%.*]] = stablehlo.add [[LE]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[LBITS:%.*]] = stablehlo.shift_left [[LB]], [[XEC23]] : tensor<i32>
 // CHECK-NEXT:    [[LF:%.*]] = stablehlo.bitcast_convert [[LBITS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[LFB:%.*]] = stablehlo.broadcast_in_dim [[LF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
@@ -57,16 +48,11 @@
 // F16-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
 // F16-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// F16-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
 // F16:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
 // F16-NEXT:    [[U1:%.*]] = stablehlo.multiply [[W]], [[HFB]] : tensor<4xf32>
-// F16-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// F16-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// F16-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
-// F16-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE2]] : tensor<i32>
+// F16-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
 // F16-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// F16-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // F16-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
 // F16:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
 // F16-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
@@ -110,16 +96,11 @@ func.func public @main() -> tensor<4xf32> {
 // CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
 // CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE2]] : tensor<i32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
 // CHECK:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
@@ -145,16 +126,11 @@ func.func public @main(%arg0: tensor<4xbf16>) -> tensor<4xbf16> {
 // CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
 // CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE2]] : tensor<i32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
 // CHECK:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>

@@ -27,13 +27,9 @@
 // CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE]], [[K]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
 // CHECK:         [[R2:%.*]] = stablehlo.multiply [[R1]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R2]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
@@ -76,23 +72,16 @@ func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    [[M:%.*]] = stablehlo.maximum [[XE]], [[Z]] : tensor<i32>
 // CHECK-NEXT:    [[XD:%.*]] = stablehlo.subtract [[XE]], [[M]] : tensor<i32>
 // CHECK-NEXT:    [[XLO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[XHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[XC:%.*]] = stablehlo.clamp [[XLO]], [[XD]], [[XHI]] : tensor<i32>
-// CHECK-NEXT:    [[XBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.add [[XC]], [[XBIAS]] : tensor<i32>
-// CHECK-NEXT:    [[XC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XFBITS:%.*]] = stablehlo.shift_left [[XB]], [[XC23]] : tensor<i32>
+// CHECK-NEXT:    [[XC:%.*]] = stablehlo.clamp [[XLO]], [[XD]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[XB:%.*]] = stablehlo.add [[XC]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[XFBITS:%.*]] = stablehlo.shift_left [[XB]], [[XEC23]] : tensor<i32>
 // CHECK-NEXT:    [[XF:%.*]] = stablehlo.bitcast_convert [[XFBITS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[XFB:%.*]] = stablehlo.broadcast_in_dim [[XF]], dims = [] : (tensor<f32>) -> tensor<4x16xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[XFB]] : tensor<4x16xf32>
 // CHECK-NEXT:    [[NM:%.*]] = stablehlo.negate [[M]] : tensor<i32>
-// CHECK-NEXT:    [[ILO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[IHI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[IC:%.*]] = stablehlo.clamp [[ILO]], [[NM]], [[IHI]] : tensor<i32>
-// CHECK-NEXT:    [[IBIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[IB:%.*]] = stablehlo.add [[IC]], [[IBIAS]] : tensor<i32>
-// CHECK-NEXT:    [[IC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[IFBITS:%.*]] = stablehlo.shift_left [[IB]], [[IC23]] : tensor<i32>
+// CHECK-NEXT:    [[IC:%.*]] = stablehlo.clamp [[XLO]], [[NM]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[IB:%.*]] = stablehlo.add [[IC]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[IFBITS:%.*]] = stablehlo.shift_left [[IB]], [[XEC23]] : tensor<i32>
 // CHECK-NEXT:    [[IF:%.*]] = stablehlo.bitcast_convert [[IFBITS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[I1:%.*]] = stablehlo.multiply [[I]], [[IF]] : tensor<f32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.reduce([[X1]] init: [[I1]]) applies stablehlo.add across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
@@ -101,13 +90,9 @@ func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[M]], [[K]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
 // CHECK:         [[R2:%.*]] = stablehlo.multiply [[R1]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R2]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4x16xf32>) -> tensor<4xf32> {
@@ -170,13 +155,9 @@ func.func public @main(%arg0: tensor<4x16xf32>, %arg1: tensor<4x16xi32>) -> (ten
 // CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<1> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[XE]], [[K]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[EH:%.*]] = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[E]], [[EH]] : tensor<i32>
 // CHECK:         [[R2:%.*]] = stablehlo.multiply [[R1]], {{%.*}} : tensor<1x4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R2]], [[S]] : tensor<1x4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<1x8xf32>) -> tensor<1x4xf32> {
@@ -204,16 +185,11 @@ func.func public @main(%arg0: tensor<1x8xf32>) -> tensor<1x4xf32> {
 // CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
 // CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4x16xf32>
 // CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4x16xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HE2:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE2]] : tensor<i32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
 // CHECK:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4x16xf32>
 // CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4x16xf32>

@@ -32,47 +32,32 @@
 // CHECK-NEXT:    [[C0:%.*]] = stablehlo.constant dense<0> : tensor<i32>
 // CHECK-NEXT:    [[F:%.*]] = stablehlo.select [[OK]], [[PE]], [[C0]] : tensor<i1>, tensor<i32>
 // CHECK-NEXT:    [[NF:%.*]] = stablehlo.negate [[F]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[NFB:%.*]] = stablehlo.add [[NF]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[NFI:%.*]] = stablehlo.shift_left [[NFB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[NFF:%.*]] = stablehlo.bitcast_convert [[NFI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[NFFB:%.*]] = stablehlo.broadcast_in_dim [[NFF]], dims = [] : (tensor<f32>) -> tensor<4x3xf32>
 // CHECK-NEXT:    [[NEWDATA:%.*]] = stablehlo.multiply [[DATA]], [[NFFB]] : tensor<4x3xf32>
 // CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[WB:%.*]] = stablehlo.bitcast_convert [[WS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[WSH:%.*]] = stablehlo.shift_right_logical [[WB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[WE:%.*]] = stablehlo.subtract [[WSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[SE:%.*]] = stablehlo.add [[XE]], [[WE]] : tensor<i32>
 // CHECK-NEXT:    [[SF:%.*]] = stablehlo.add [[SE]], [[F]] : tensor<i32>
 // CHECK-NEXT:    [[C2:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[SF]], [[C2]] : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[LO:%.*]] = stablehlo.subtract [[E]], [[HI]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[LOC:%.*]] = stablehlo.clamp [[CM127]], [[LO]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[LOB:%.*]] = stablehlo.add [[LOC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[LOI:%.*]] = stablehlo.shift_left [[LOB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[LOF:%.*]] = stablehlo.bitcast_convert [[LOI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[LOFB:%.*]] = stablehlo.broadcast_in_dim [[LOF]], dims = [] : (tensor<f32>) -> tensor<4x3xf32>
 // CHECK-NEXT:    [[OUTDATA:%.*]] = stablehlo.multiply [[NEWDATA]], [[LOFB]] : tensor<4x3xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HIC:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HIB:%.*]] = stablehlo.add [[HIC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[HIB:%.*]] = stablehlo.add [[HI]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[HII:%.*]] = stablehlo.shift_left [[HIB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[OUTSCALE:%.*]] = stablehlo.bitcast_convert [[HII]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[OUTDATA]], [[OUTSCALE]] : tensor<4x3xf32>, tensor<f32>
@@ -105,9 +90,7 @@
 // RMSUP-NEXT:    [[C0:%.*]] = stablehlo.constant dense<0> : tensor<i32>
 // RMSUP-NEXT:    [[F:%.*]] = stablehlo.select [[OK]], [[RE]], [[C0]] : tensor<i1>, tensor<i32>
 // RMSUP-NEXT:    [[NF:%.*]] = stablehlo.negate [[F]] : tensor<i32>
-// RMSUP-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // RMSUP-NEXT:    [[NFB:%.*]] = stablehlo.add [[NF]], [[C127]] : tensor<i32>
-// RMSUP-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // RMSUP-NEXT:    [[NFI:%.*]] = stablehlo.shift_left [[NFB]], [[C23]] : tensor<i32>
 // RMSUP-NEXT:    [[NFF:%.*]] = stablehlo.bitcast_convert [[NFI]] : (tensor<i32>) -> tensor<f32>
 // RMSUP-NEXT:    [[NFFB:%.*]] = stablehlo.broadcast_in_dim [[NFF]], dims = [] : (tensor<f32>) -> tensor<4x3xf32>

@@ -25,29 +25,20 @@
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[UB:%.*]] = stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[USH:%.*]] = stablehlo.shift_right_logical [[UB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[UE:%.*]] = stablehlo.subtract [[USH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[XE]], [[UE]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[XE]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[DXC:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[DXB:%.*]] = stablehlo.add [[DXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[DXI:%.*]] = stablehlo.shift_left [[DXB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[DXF:%.*]] = stablehlo.bitcast_convert [[DXI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[DXFB:%.*]] = stablehlo.broadcast_in_dim [[DXF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[DXFB]] : tensor<4xf32>
 // CHECK-NEXT:    [[DU:%.*]] = stablehlo.subtract [[UE]], [[E]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[DUC:%.*]] = stablehlo.clamp [[CM127]], [[DU]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[DUB:%.*]] = stablehlo.add [[DUC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[DUI:%.*]] = stablehlo.shift_left [[DUB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[DUF:%.*]] = stablehlo.bitcast_convert [[DUI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[DUFB:%.*]] = stablehlo.broadcast_in_dim [[DUF]], dims = [] : (tensor<f32>) -> tensor<2xf32>
@@ -58,25 +49,15 @@
 // CHECK-NEXT:      stablehlo.return [[ADD]] : tensor<f32>
 // CHECK-NEXT:    }) : (tensor<4xf32>, tensor<2x1xi32>, tensor<2xf32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[LO:%.*]] = stablehlo.subtract [[E]], [[HI]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[LOC:%.*]] = stablehlo.clamp [[CM127]], [[LO]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[LOB:%.*]] = stablehlo.add [[LOC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[LOI:%.*]] = stablehlo.shift_left [[LOB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[LOF:%.*]] = stablehlo.bitcast_convert [[LOI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[LOFB:%.*]] = stablehlo.broadcast_in_dim [[LOF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[SD:%.*]] = stablehlo.multiply [[S]], [[LOFB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HIC:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HIB:%.*]] = stablehlo.add [[HIC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[HIB:%.*]] = stablehlo.add [[HI]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[HII:%.*]] = stablehlo.shift_left [[HIB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[SS:%.*]] = stablehlo.bitcast_convert [[HII]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[SD]], [[SS]] : tensor<4xf32>, tensor<f32>
@@ -104,29 +85,20 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<2x1xi32>, %arg2: tens
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[UB:%.*]] = stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[USH:%.*]] = stablehlo.shift_right_logical [[UB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[UE:%.*]] = stablehlo.subtract [[USH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[XE]], [[UE]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[XE]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[DXC:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[DXB:%.*]] = stablehlo.add [[DXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[DXI:%.*]] = stablehlo.shift_left [[DXB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[DXF:%.*]] = stablehlo.bitcast_convert [[DXI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[DXFB:%.*]] = stablehlo.broadcast_in_dim [[DXF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[DXFB]] : tensor<4xf32>
 // CHECK-NEXT:    [[DU:%.*]] = stablehlo.subtract [[UE]], [[E]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[DUC:%.*]] = stablehlo.clamp [[CM127]], [[DU]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[DUB:%.*]] = stablehlo.add [[DUC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[DUI:%.*]] = stablehlo.shift_left [[DUB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[DUF:%.*]] = stablehlo.bitcast_convert [[DUI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[DUFB:%.*]] = stablehlo.broadcast_in_dim [[DUF]], dims = [] : (tensor<f32>) -> tensor<2xf32>
@@ -136,25 +108,15 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<2x1xi32>, %arg2: tens
 // CHECK-NEXT:      stablehlo.return [[B]] : tensor<f32>
 // CHECK-NEXT:    }) : (tensor<4xf32>, tensor<2x1xi32>, tensor<2xf32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[LO:%.*]] = stablehlo.subtract [[E]], [[HI]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[LOC:%.*]] = stablehlo.clamp [[CM127]], [[LO]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[LOB:%.*]] = stablehlo.add [[LOC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[LOI:%.*]] = stablehlo.shift_left [[LOB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[LOF:%.*]] = stablehlo.bitcast_convert [[LOI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[LOFB:%.*]] = stablehlo.broadcast_in_dim [[LOF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[SD:%.*]] = stablehlo.multiply [[S]], [[LOFB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HIC:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[HIB:%.*]] = stablehlo.add [[HIC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    [[HIB:%.*]] = stablehlo.add [[HI]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[HII:%.*]] = stablehlo.shift_left [[HIB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[SS:%.*]] = stablehlo.bitcast_convert [[HII]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[SD]], [[SS]] : tensor<4xf32>, tensor<f32>
@@ -183,54 +145,32 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<2x1xi32>, %arg2: tens
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XHC:%.*]] = stablehlo.clamp [[CM126]], [[XE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XHB:%.*]] = stablehlo.add [[XHC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[XHI:%.*]] = stablehlo.shift_left [[XHB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[XHF:%.*]] = stablehlo.bitcast_convert [[XHI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[XHFB:%.*]] = stablehlo.broadcast_in_dim [[XHF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X0:%.*]] = stablehlo.multiply [[X]], [[XHFB]] : tensor<4xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[XH2:%.*]] = stablehlo.clamp [[CM126]], [[XE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[XL:%.*]] = stablehlo.subtract [[XE]], [[XH2]] : tensor<i32>
+// CHECK-NEXT:    [[XL:%.*]] = stablehlo.subtract [[XE]], [[XHC]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XLC:%.*]] = stablehlo.clamp [[CM127]], [[XL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[XLB:%.*]] = stablehlo.add [[XLC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[XLI:%.*]] = stablehlo.shift_left [[XLB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[XLF:%.*]] = stablehlo.bitcast_convert [[XLI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[XLFB:%.*]] = stablehlo.broadcast_in_dim [[XLF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X0]], [[XLFB]] : tensor<4xf32>
 // CHECK-NEXT:    [[UB:%.*]] = stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[USH:%.*]] = stablehlo.shift_right_logical [[UB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[UE:%.*]] = stablehlo.subtract [[USH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[UHC:%.*]] = stablehlo.clamp [[CM126]], [[UE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[UHB:%.*]] = stablehlo.add [[UHC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[UHI:%.*]] = stablehlo.shift_left [[UHB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[UHF:%.*]] = stablehlo.bitcast_convert [[UHI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[UHFB:%.*]] = stablehlo.broadcast_in_dim [[UHF]], dims = [] : (tensor<f32>) -> tensor<2xf32>
 // CHECK-NEXT:    [[U0:%.*]] = stablehlo.multiply [[U]], [[UHFB]] : tensor<2xf32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[UH2:%.*]] = stablehlo.clamp [[CM126]], [[UE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[UL:%.*]] = stablehlo.subtract [[UE]], [[UH2]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[UL:%.*]] = stablehlo.subtract [[UE]], [[UHC]] : tensor<i32>
 // CHECK-NEXT:    [[ULC:%.*]] = stablehlo.clamp [[CM127]], [[UL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[ULB:%.*]] = stablehlo.add [[ULC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
 // CHECK-NEXT:    [[ULI:%.*]] = stablehlo.shift_left [[ULB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[ULF:%.*]] = stablehlo.bitcast_convert [[ULI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[ULFB:%.*]] = stablehlo.broadcast_in_dim [[ULF]], dims = [] : (tensor<f32>) -> tensor<2xf32>

@@ -57,34 +57,23 @@ func.func public @main(%arg0: tensor<1x8xf32>, %arg1: tensor<1x4xf32>) -> tensor
 // CHECK-NEXT:    [[M:%.*]] = stablehlo.maximum [[GE]], [[ZERO]] : tensor<i32>
 // CHECK-NEXT:    [[DG:%.*]] = stablehlo.subtract [[GE]], [[M]] : tensor<i32>
 // CHECK-NEXT:    [[LO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[HI:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KG:%.*]] = stablehlo.clamp [[LO]], [[DG]], [[HI]] : tensor<i32>
-// CHECK-NEXT:    [[BIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[KGB:%.*]] = stablehlo.add [[KG]], [[BIAS]] : tensor<i32>
-// CHECK-NEXT:    [[C23B:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[FGBITS:%.*]] = stablehlo.shift_left [[KGB]], [[C23B]] : tensor<i32>
+// CHECK-NEXT:    [[KG:%.*]] = stablehlo.clamp [[LO]], [[DG]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[KGB:%.*]] = stablehlo.add [[KG]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[FGBITS:%.*]] = stablehlo.shift_left [[KGB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[FG:%.*]] = stablehlo.bitcast_convert [[FGBITS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FGB:%.*]] = stablehlo.broadcast_in_dim [[FG]], dims = [] : (tensor<f32>) -> tensor<1x4xf32>
 // CHECK-NEXT:    [[G1:%.*]] = stablehlo.multiply [[G]], [[FGB]] : tensor<1x4xf32>
 // CHECK-NEXT:    [[NM:%.*]] = stablehlo.negate [[M]] : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[NM]], {{%.*}} : tensor<i32>
 // CHECK:         [[FI:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[I1:%.*]] = stablehlo.multiply [[I]], [[FI]] : tensor<f32>
 // CHECK-NEXT:    [[R:%.*]] = "stablehlo.select_and_scatter"([[X]], [[G1]], [[I1]])
 // CHECK:         }) : (tensor<1x8xf32>, tensor<1x4xf32>, tensor<f32>) -> tensor<1x8xf32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[MH:%.*]] = stablehlo.clamp {{%.*}}, [[M]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[M]], [[MH]] : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[EXCESS]], {{%.*}} : tensor<i32>
 // CHECK:         [[R1:%.*]] = stablehlo.multiply [[R]], {{%.*}} : tensor<1x8xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[M]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R1]], [[S]] : tensor<1x8xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<1x8xf32>, %arg1: tensor<1x4xf32>) -> tensor<1x8xf32> {

@@ -95,16 +95,11 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>, %arg2: tensor
 // CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[E2:%.*]] = stablehlo.multiply [[E]], [[TWO]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[E2]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[E2]], [[H]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[EXCESS]], {{%.*}} : tensor<i32>
 // CHECK:         [[M1:%.*]] = stablehlo.multiply [[M]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[E2]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[M1]], [[S]] : tensor<4xf32>, tensor<f32>
 // CHECK-NEXT:  }

@@ -94,25 +94,18 @@ func.func public @main() -> tensor<4xf32> {
 // CHECK-NEXT:    [[HALF:%.*]] = stablehlo.shift_right_arithmetic [[E]], [[ONE]] : tensor<i32>
 // CHECK-NEXT:    [[EVEN:%.*]] = stablehlo.add [[HALF]], [[HALF]] : tensor<i32>
 // CHECK-NEXT:    [[ODD:%.*]] = stablehlo.subtract [[E]], [[EVEN]] : tensor<i32>
-// CHECK-NEXT:    [[BIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[OB:%.*]] = stablehlo.add [[ODD]], [[BIAS]] : tensor<i32>
-// CHECK-NEXT:    [[C23B:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[OBITS:%.*]] = stablehlo.shift_left [[OB]], [[C23B]] : tensor<i32>
+// CHECK-NEXT:    [[OB:%.*]] = stablehlo.add [[ODD]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[OBITS:%.*]] = stablehlo.shift_left [[OB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[F:%.*]] = stablehlo.bitcast_convert [[OBITS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FB:%.*]] = stablehlo.broadcast_in_dim [[F]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[FB]] : tensor<4xf32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.sqrt [[X1]] : tensor<4xf32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[HALF]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[HALF]], [[H]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[EXCESS]], {{%.*}} : tensor<i32>
 // CHECK:         [[R1:%.*]] = stablehlo.multiply [[R]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[HALF]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
@@ -135,26 +128,19 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    [[HALF:%.*]] = stablehlo.shift_right_arithmetic [[E]], [[ONE]] : tensor<i32>
 // CHECK-NEXT:    [[EVEN:%.*]] = stablehlo.add [[HALF]], [[HALF]] : tensor<i32>
 // CHECK-NEXT:    [[ODD:%.*]] = stablehlo.subtract [[E]], [[EVEN]] : tensor<i32>
-// CHECK-NEXT:    [[BIAS:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[OB:%.*]] = stablehlo.add [[ODD]], [[BIAS]] : tensor<i32>
-// CHECK-NEXT:    [[C23B:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[OBITS:%.*]] = stablehlo.shift_left [[OB]], [[C23B]] : tensor<i32>
+// CHECK-NEXT:    [[OB:%.*]] = stablehlo.add [[ODD]], [[C127]] : tensor<i32>
+// CHECK-NEXT:    [[OBITS:%.*]] = stablehlo.shift_left [[OB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[F:%.*]] = stablehlo.bitcast_convert [[OBITS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FB:%.*]] = stablehlo.broadcast_in_dim [[F]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[FB]] : tensor<4xf32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.rsqrt [[X1]] : tensor<4xf32>
 // CHECK-NEXT:    [[NH:%.*]] = stablehlo.negate [[HALF]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[H:%.*]] = stablehlo.clamp {{%.*}}, [[NH]], {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract [[NH]], [[H]] : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[EXCESS]], {{%.*}} : tensor<i32>
 // CHECK:         [[R1:%.*]] = stablehlo.multiply [[R]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.clamp {{%.*}}, [[NH]], {{%.*}} : tensor<i32>
 // CHECK:         [[S:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R1]], [[S]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
