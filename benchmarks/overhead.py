@@ -251,7 +251,7 @@ def measure(batch: int, sizes: tuple[int, ...], args: argparse.Namespace) -> dic
     hlo = {name: hlo_counts(lowered.compile().as_text()).as_dict()
            for name, lowered in compiled.items()}
     scaled_ratio = next(v["ratio"] for v in variants if v["variant"] == SCALED)
-    flat_state, _, _, layout = step._flatten(state)
+    flat_state, _, layout = step._flatten(state)
     return {
         "model": f"mlp b{batch} {'-'.join(map(str, sizes))}", "batch": batch,
         "sizes": list(sizes), "calls_per_block": n, "compile_scaled_s": compile_s,

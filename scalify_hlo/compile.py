@@ -18,14 +18,18 @@ from jax import export as jax_export
 from jax.extend import mlir as jax_mlir
 from jax.extend.mlir.dialects import stablehlo
 
+from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import Policy
 from scalify_hlo.scaled_array import ScaleBank, ScaledArray, as_scaled, is_scaled_leaf
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
+from scalify_hlo.symbols import entry_function
 
 # Where an argument's scale comes from (ScaledStep._flatten).
 PLAIN, OWN, BANK_STRIDE = -1, -2, 1 << 20
+# Scales per kernel when a step builds its bank (ScaledStep._bank_vector).
+BANK_GROUP = 8
 _SCALED_DTYPES = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
 
 
@@ -142,6 +146,8 @@ class ScaledStep:
         self.exported = _scaled_exported(original, self.text, self._in_specs, self._out_specs)
         self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
         self._out_scaled = [spec.scaled for spec in self._out_specs]
+        # Per scaled output, the first scaled output that returns the same scale value.
+        self._first_same_scale = _first_same_scale(self.text, self._out_specs)
         # Where scale_args puts each argument's scale in its bank: at the index of the output
         # with the same path and shape (the state a training step returns), so that the
         # first call and the steady state of a loop take their scales from the same places
@@ -243,8 +249,22 @@ class ScaledStep:
         return outputs, (self._bank_vector(scales) if scales else None)
 
     def _bank_vector(self, scales: list[Any]) -> jax.Array:
-        padding = [jnp.float32(1.0)] * (self._bank_size - len(scales))
-        return jnp.stack([jnp.asarray(s, jnp.float32) for s in scales] + padding)
+        """The scales (and padding to the bank's length) as one vector, built so that XLA:CPU
+        computes them in a few kernels: it fuses a concatenate of up to ``BANK_GROUP``
+        distinct scalars into one kernel, but runs each operand of a longer one, or of one
+        that takes a value twice, as a kernel of its own (and merges nested concatenates,
+        hence the optimization barrier around each group)."""
+        firsts = self._first_same_scale
+        distinct = [i for i, first in enumerate(firsts) if first == i]
+        values = [jnp.asarray(scales[i], jnp.float32) for i in distinct]
+        groups = [jnp.stack(values[i:i + BANK_GROUP]) for i in range(0, len(values), BANK_GROUP)]
+        if len(groups) > 1:
+            groups = list(jax.lax.optimization_barrier(tuple(groups)))
+        vector = jnp.concatenate(groups)
+        if len(distinct) < len(scales):  # repeat the shared ones: one gather
+            vector = vector[np.array([distinct.index(first) for first in firsts], np.int32)]
+        padding = self._bank_size - len(scales)
+        return jnp.concatenate([vector, jnp.ones((padding,), jnp.float32)]) if padding else vector
 
     def _check(self, args: tuple[Any, ...]) -> None:
         """The structure of ``args`` against the compiled step's, with the path of the first
@@ -321,6 +341,26 @@ class ScaledStep:
             if key.split("{", 1)[0] == name:
                 return self.stages[key]
         raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
+
+
+def _first_same_scale(text: str, out_specs: list[LeafSpec]) -> list[int]:
+    """Per scaled output of the rewritten module, the index (among scaled outputs) of the
+    first one that returns the same SSA value as its scale."""
+    firsts: list[int] = []
+    with hlo_ir.ir_context():
+        module = hlo_ir.parse_module(text)  # kept alive while its values are compared
+        block = entry_function(module).regions[0].blocks[0]
+        returned = list(block.operations[len(block.operations) - 1].operands)
+        seen: list[Any] = []
+        position = 0
+        for spec in out_specs:
+            if spec.scaled:
+                scale = returned[position + 1]
+                firsts.append(next((n for n, known in enumerate(seen) if known == scale),
+                                   len(seen)))
+                seen.append(scale)
+            position += 2 if spec.scaled else 1
+    return firsts
 
 
 def _bank_number(banks: list[Any], bank: Any) -> int:
