@@ -181,7 +181,8 @@ def doc_section(result: dict[str, Any]) -> str:
         f"{max(r['tensor_fusion_ratio'] for r in rows):.2f}x: the scale arithmetic (i32 "
         "exponents) fuses into the tensor kernels that use it. The scalar fusions that remain "
         "are the f32 scales a step computes for its results, one small kernel each in the "
-        "module and one for all of them in the `compile_scaled` program ("
+        "module, about one per eight in the `compile_scaled` program, which builds them as "
+        "one vector ("
         + ", ".join(f"{r['model']}: {r['returned_scalar_fusions']} of "
                     f"{r['hlo_rewritten']['scalar_fusions']}" for r in rows)
         + " scalar fusions of the module are returned: Adam gives its parameters and moments "
