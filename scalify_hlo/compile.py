@@ -319,6 +319,8 @@ class ScaledStep:
         converted = [as_scaled(leaf, dtype) if spec.scaled else leaf
                      for leaf, spec, dtype in zip(leaves, self._in_specs, self._data_dtypes,
                                                   strict=True)]
+        if all(slot is None for slot in self._arg_slots):
+            return tuple(jax.tree.unflatten(self._in_tree, converted))
         scales = [jnp.float32(1.0)] * self._bank_size
         for value, slot in zip(converted, self._arg_slots, strict=True):
             if slot is not None:

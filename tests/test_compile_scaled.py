@@ -250,6 +250,21 @@ def test_a_bank_of_many_scales_costs_a_few_kernels(transformer: Case) -> None:
     assert_tree_close(unscale_tree(output), want)
 
 
+def test_steps_without_floating_arguments_or_results() -> None:
+    count = compile_scaled(lambda n: n + 1, jnp.int32(3), policy=F32)
+    assert count.scale_args(jnp.int32(3)) == (3,) and int(count(jnp.int32(3))) == 4
+    x = jnp.array([1.0, 5.0, 2.0])
+    argmax = compile_scaled(jnp.argmax, x, policy=F32)
+    assert int(argmax(*argmax.scale_args(x))) == 1 and int(argmax(x)) == 1
+
+
+def test_outputs_that_share_one_scale_value() -> None:
+    x = jnp.arange(4.0)
+    step = compile_scaled(lambda x: (x * 2.0, x * 2.0, jnp.sum(x)), x, policy=F32)
+    assert step._first_same_scale == [0, 0, 0]  # f32 data: all keep x's scale
+    assert_tree_close(unscale_tree(step(*step.scale_args(x))), (x * 2.0, x * 2.0, jnp.sum(x)))
+
+
 def test_scales_of_a_bank_are_rank0_f32_arrays(mlp: Case) -> None:
     params, loss = mlp.step(*scale_tree(mlp.args, jnp.float32))
     jax.block_until_ready((params, loss))  # flattening reads every scale of the bank
