@@ -252,7 +252,7 @@ def measure(batch: int, sizes: tuple[int, ...], args: argparse.Namespace) -> dic
            for name, lowered in compiled.items()}
     scaled_ratio = next(v["ratio"] for v in variants if v["variant"] == SCALED)
     flat_state, banks, layout = step._flatten(state)
-    outputs, vector = step._jitted(flat_state, banks, layout)
+    outputs, vector = step._program(layout)(flat_state, banks)
     python_us = (per_call_us(lambda: step._flatten(state)) + per_call_us(
         lambda: step._out_tree.unflatten(step._in_bank(outputs, step._out_scaled, vector))))
     return {

@@ -8,6 +8,7 @@ convention, and ``ScaledStep`` converts pytrees of arrays and ``ScaledArray``s t
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -155,8 +156,10 @@ class ScaledStep:
         self._arg_slots = _arg_slots(self._in_specs, self._out_specs, self._out_tree)
         self._bank_size = max([sum(self._out_scaled), *(s + 1 for s in self._arg_slots if
                                                            s is not None)], default=1)
-        # The layout (static) says where each argument's scale comes from; see _flatten.
-        self._jitted = jax.jit(self._run, static_argnums=2)
+        # One jitted program per layout (where each argument's scale comes from; see
+        # _flatten), looked up here: as a static argument of one jax.jit the layout cost
+        # about 9 us per call to hash and compare, more than a small step's scale arithmetic.
+        self._programs: dict[tuple[int, ...], Callable[..., Any]] = {}
 
     # ----- calling ------------------------------------------------------------------------
     # Scales travel as one f32 vector (a bank) per call in each direction: with one buffer
@@ -164,14 +167,24 @@ class ScaledStep:
     # running the scale arithmetic. The vector is built and read inside the program, where
     # XLA fuses that into the kernels around it.
     def __call__(self, *args: Any) -> Any:
-        outputs, vector = self._jitted(*self._flatten(args))
+        flat, banks, layout = self._flatten(args)
+        program = self._programs.get(layout) or self._program(layout)
+        outputs, vector = program(flat, banks)
         if not self.return_scaled or vector is None:
             return self._out_tree.unflatten(outputs)
         return self._out_tree.unflatten(self._in_bank(outputs, self._out_scaled, vector))
 
     def lower(self, *args: Any) -> Any:
         """The ``jax.stages.Lowered`` program that a call with ``args`` runs."""
-        return self._jitted.lower(*self._flatten(args))
+        flat, banks, layout = self._flatten(args)
+        return self._program(layout).lower(flat, banks)
+
+    def _program(self, layout: tuple[int, ...]) -> Callable[..., Any]:
+        program = self._programs.get(layout)
+        if program is None:
+            program = self._programs[layout] = jax.jit(functools.partial(self._run,
+                                                                          layout=layout))
+        return program
 
     @staticmethod
     def _in_bank(values: list[Any], scaled: list[bool], vector: jax.Array) -> list[Any]:
