@@ -31,7 +31,7 @@ from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 from scalify_hlo.scale import (
     Scale,
     pow2_exponent_of_array,
-    saturate_exponent,
+    pow2_exponent_of_magnitudes,
     sqrt_size_exponent,
 )
 
@@ -321,7 +321,7 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     scalar = splat_scalar(attr)  # a splat is never materialized at its full shape
     data_type = scope.data_type(result.type)
     if scalar is not None:
-        exp, any_scale = _split_scalar(scalar)
+        exp, any_scale = _split_scalar(scalar, str(scope.current_data_dtype()))
         data = scope.emit.splat(scalar / 2.0 ** exp, data_type)
         scope.set(result, Scaled(data, Scale(exp), any_scale))
         return
@@ -332,14 +332,14 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     scope.set(result, Scaled(data, Scale(exp), any_scale))
 
 
-def _split_scalar(value: float) -> tuple[int, bool]:
+def _split_scalar(value: float, data_dtype: str) -> tuple[int, bool]:
     """``pow2_exponent_of_array`` and the any-scale test of one value, without numpy (most
-    constants are splats, and numpy's per-call cost is most of a small constant's rewrite):
-    the exponent of a finite non-zero value, saturated to the f32 range (with one value
-    there is no smallest magnitude to keep); 0 for 0, inf and NaN, which fit any scale."""
-    if value == 0 or not math.isfinite(value):
+    constants are splats, and numpy's per-call cost is most of a small constant's rewrite);
+    0 for 0, inf and NaN, which fit any scale."""
+    magnitude = abs(value)
+    if magnitude == 0 or not math.isfinite(magnitude):
         return 0, True
-    return saturate_exponent(math.frexp(abs(value))[1] - 1)[0], False
+    return pow2_exponent_of_magnitudes(magnitude, magnitude, data_dtype), False
 
 
 def _divided(values: np.ndarray, exp: int) -> np.ndarray:

@@ -117,10 +117,15 @@ def pow2_exponent_of_array(values: np.ndarray, data_dtype: str = "f32") -> int:
     finite = finite[finite > 0]
     if finite.size == 0:
         return 0
+    return pow2_exponent_of_magnitudes(float(finite.max()), float(finite.min()), data_dtype)
+
+
+def pow2_exponent_of_magnitudes(largest: float, smallest: float, data_dtype: str = "f32") -> int:
+    """``pow2_exponent_of_array`` of finite magnitudes ``largest >= smallest > 0``, in plain
+    Python (a splat constant needs no numpy)."""
     min_normal, max_exp = EXPONENT_RANGES[data_dtype]
-    exp = math.frexp(float(finite.max()))[1] - 1
-    smallest = math.frexp(float(finite.min()))[1] - 1
-    keeps_smallest = smallest - min_normal
+    exp = math.frexp(largest)[1] - 1
+    keeps_smallest = math.frexp(smallest)[1] - 1 - min_normal
     if exp > keeps_smallest:
         exp = max(keeps_smallest, exp - (max_exp - 1))
     return saturate_exponent(exp)[0]
