@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import export as jax_export
 from jax.extend import mlir as jax_mlir
+from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
 from scalify_hlo import ir as hlo_ir
@@ -269,13 +270,14 @@ class ScaledStep:
         hence the optimization barrier around each group)."""
         firsts = self._first_same_scale
         distinct = [i for i, first in enumerate(firsts) if first == i]
+        position = {i: n for n, i in enumerate(distinct)}  # in the vector of distinct ones
         values = [jnp.asarray(scales[i], jnp.float32) for i in distinct]
         groups = [jnp.stack(values[i:i + BANK_GROUP]) for i in range(0, len(values), BANK_GROUP)]
         if len(groups) > 1:
             groups = list(jax.lax.optimization_barrier(tuple(groups)))
         vector = jnp.concatenate(groups)
         if len(distinct) < len(scales):  # repeat the shared ones: one gather
-            vector = vector[np.array([distinct.index(first) for first in firsts], np.int32)]
+            vector = vector[np.array([position[first] for first in firsts], np.int32)]
         padding = self._bank_size - len(scales)
         return jnp.concatenate([vector, jnp.ones((padding,), jnp.float32)]) if padding else vector
 
@@ -366,14 +368,11 @@ def _first_same_scale(text: str, out_specs: list[LeafSpec]) -> list[int]:
         module = hlo_ir.parse_module(text)  # kept alive while its values are compared
         block = entry_function(module).regions[0].blocks[0]
         returned = list(block.operations[len(block.operations) - 1].operands)
-        seen: list[Any] = []
+        first_of: dict[ir.Value, int] = {}  # values hash and compare by identity
         position = 0
         for spec in out_specs:
             if spec.scaled:
-                scale = returned[position + 1]
-                firsts.append(next((n for n, known in enumerate(seen) if known == scale),
-                                   len(seen)))
-                seen.append(scale)
+                firsts.append(first_of.setdefault(returned[position + 1], len(firsts)))
             position += 2 if spec.scaled else 1
     return firsts
 
