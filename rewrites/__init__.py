@@ -3,6 +3,7 @@
 from scalify_hlo.rewrites import (  # noqa: F401  (registration)
     fp8_dots,
     inline,
+    loop_scales,
     mlir_passes,
     rescale,
     scalify,

@@ -16,6 +16,7 @@ from scalify_hlo.rewrites.emitter import (
     ops_named,
     splat_constant_value,
 )
+from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
@@ -44,7 +45,8 @@ _IDENTITY_CANDIDATES = ("stablehlo.multiply", "stablehlo.divide", "stablehlo.con
 def _collect(module: ir.Module) -> list[ir.Operation]:
     """The ops every step of this pass looks at, from one walk of the module (a walk costs
     a Python call per op, and the rewritten module is large)."""
-    return ops_named(module.operation, *_IDENTITY_CANDIDATES, "stablehlo.transpose")
+    return ops_named(module.operation, *_IDENTITY_CANDIDATES, "stablehlo.transpose",
+                     "stablehlo.while")
 
 
 def drop_identities(module: ir.Module, ops: list[ir.Operation] | None = None) -> int:
@@ -149,16 +151,23 @@ def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> No
     ops = _collect(module)
     # Split before anything is erased: an erased op must not be touched again.
     transposes = [op for op in ops if op.name == "stablehlo.transpose"]
-    candidates = [op for op in ops if op.name != "stablehlo.transpose"]
+    candidates = [op for op in ops if op.name in _IDENTITY_CANDIDATES]
+    has_loops = len(ops) > len(transposes) + len(candidates)
     context.bump("simplify.identities-dropped", drop_identities(module, candidates))
     context.bump("simplify.factors-sunk", sink_scale_factors(module, candidates))
     context.bump("simplify.transposes-moved", transpose_before_scaling(module, transposes))
     run_mlir_pipeline(module, "canonicalize,cse,symbol-dce")
+    if has_loops:  # after CSE, so that equal scale values in a loop are hoisted once
+        hoisted = hoist_loop_scales(module)
+        context.bump("simplify.loop-scales-hoisted", hoisted)
+        if hoisted:
+            run_mlir_pipeline(module, "cse")
 
 
 SIMPLIFY = register(PassInfo(
     name="simplify",
-    description="Drop multiplications by one and no-op converts, then canonicalize, CSE and "
-                "remove dead private functions.",
+    description="Drop multiplications by one and no-op converts, canonicalize, CSE and "
+                "remove dead private functions, then hoist loop-invariant scale arithmetic "
+                "out of while loops.",
     run=_run,
 ))

@@ -1,0 +1,267 @@
+"""``hoist-loop-scales``: scale arithmetic on loop-invariant values, computed once before the loop.
+
+Inside a ``stablehlo.while`` body, most scale arithmetic (exponent sums, ``2^e`` factors)
+depends only on values the loop passes through unchanged: the scales of weights and of the
+loop's inputs. XLA's loop-invariant code motion hoists each such scalar out of the loop, where
+every one becomes an XLA:CPU kernel of its own (a loop's operands are materialized buffers),
+the main source of extra kernels in a rewritten ``lax.scan``. This pass hoists them itself
+and hands them to the loop packed, at most ``PACK`` scalars per vector, which XLA computes in
+one kernel; the body takes each back with a static slice, which XLA does not hoist on its own
+and fuses into the kernels that use it. The vectors pass through an optimization barrier, so
+that no simplifier folds the slices back into the scalars.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jax.extend.mlir import ir
+from scalify_hlo.rewrites.emitter import attributes_of, ops_named
+from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
+
+# Scalars per packed vector: XLA:CPU fuses a concatenate of up to about 8 scalars into one
+# kernel, and runs every operand of a longer one as a kernel of its own.
+PACK = 8
+# Pure elementwise ops whose scalar instances are hoisted (no side effects, no regions).
+_HOISTABLE = frozenset({
+    "stablehlo.abs", "stablehlo.add", "stablehlo.and", "stablehlo.bitcast_convert",
+    "stablehlo.ceil", "stablehlo.clamp", "stablehlo.compare", "stablehlo.convert",
+    "stablehlo.divide", "stablehlo.exponential", "stablehlo.floor", "stablehlo.log",
+    "stablehlo.maximum", "stablehlo.minimum", "stablehlo.multiply", "stablehlo.negate",
+    "stablehlo.not", "stablehlo.or", "stablehlo.power", "stablehlo.remainder",
+    "stablehlo.round_nearest_even", "stablehlo.rsqrt", "stablehlo.select",
+    "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
+    "stablehlo.shift_right_logical", "stablehlo.sign", "stablehlo.sqrt", "stablehlo.subtract",
+    "stablehlo.xor",
+})
+
+
+def _is_scalar(value: ir.Value) -> bool:
+    value_type = value.type
+    return isinstance(value_type, ir.RankedTensorType) and not value_type.shape
+
+
+def _depth(op: ir.Operation) -> int:
+    depth, parent = 0, op.parent
+    while parent is not None:
+        depth, parent = depth + 1, parent.parent
+    return depth
+
+
+def _packed_type(value_type: ir.Type) -> ir.Type:
+    """The element type a scalar travels in: 32-bit integers as f32 bits, so that exponents
+    and factors share vectors; other types as themselves."""
+    element = value_type.element_type
+    if isinstance(element, ir.IntegerType) and element.width == 32:
+        return ir.F32Type.get()
+    return element
+
+
+class _LoopHoist:
+    """The hoisting of one while op: which body ops are invariant, and the new loop."""
+
+    def __init__(self, loop: ir.Operation) -> None:
+        self.loop = loop
+        self.body = loop.regions[1].blocks[0]
+        ops = [op.operation for op in self.body.operations]
+        self.terminator = ops[-1]
+        self.body_ops = ops[:-1]
+        self.constants: set[ir.Value] = set()
+
+    def invariant_ops(self) -> tuple[list[ir.Operation], dict[ir.Value, ir.Value]]:
+        """The scalar ops of the body (top level) whose operands are all loop-invariant, in
+        order, and the outer value of every invariant body argument (``self.constants``: the
+        body's constants, copied out when a hoisted op uses one)."""
+        arguments = list(self.body.arguments)
+        returned = list(self.terminator.operands)
+        outer = {arg: operand for arg, operand, result in
+                 zip(arguments, self.loop.operands, returned, strict=True) if result == arg}
+        local = set(arguments)  # body values; anything else is defined outside the loop
+        invariant = set(outer)
+        hoisted: list[ir.Operation] = []
+        for op in self.body_ops:
+            results = list(op.results)
+            local.update(results)
+            if op.name == "stablehlo.constant":
+                invariant.update(results)
+                self.constants.update(results)
+                continue
+            if (op.name in _HOISTABLE and all(_is_scalar(r) for r in results)
+                    and all(v in invariant or v not in local for v in op.operands)):
+                hoisted.append(op)
+                invariant.update(results)
+        return hoisted, outer
+
+    def run(self) -> int:
+        hoisted, outer = self.invariant_ops()
+        if not hoisted:
+            return 0
+        hoisted_set = set(hoisted)
+        boundary = [value for op in hoisted for value in op.results
+                    if any(use.owner.operation not in hoisted_set for use in value.uses)]
+        mapping = self._clone_before_loop(hoisted, outer)
+        # Distinct outer values only: XLA:CPU runs a concatenate that takes a value twice
+        # as one kernel per operand.
+        distinct = list(dict.fromkeys(mapping[v] for v in boundary))
+        packs = self._packs(distinct)
+        count = len(self.loop.operands)
+        new_loop = self._widened_loop([vector for vector, _ in packs])
+        slices = self._unpack(packs, distinct,
+                              list(new_loop.regions[1].blocks[0].arguments)[count:])
+        position = {value: n for n, value in enumerate(distinct)}
+        for value in boundary:
+            value.replace_all_uses_with(slices[position[mapping[value]]])
+        for op in reversed(hoisted):
+            op.erase()
+        for constant in self.constants:  # those only hoisted ops used
+            if not list(constant.uses):
+                constant.owner.operation.erase()
+        return len(hoisted)
+
+    def _clone_before_loop(self, hoisted: list[ir.Operation],
+                           outer: dict[ir.Value, ir.Value]) -> dict[ir.Value, ir.Value]:
+        """Hoisted ops (and the body constants they use) re-created before the loop, once
+        per distinct computation (two loop arguments may start from the same value); the
+        map from body values to their outer copies."""
+        mapping: dict[ir.Value, ir.Value] = dict(outer)
+        made: dict[tuple[Any, ...], ir.Operation] = {}
+        ip = ir.InsertionPoint(self.loop)
+
+        def create(op: ir.Operation, operands: list[ir.Value]) -> ir.Operation:
+            attributes = attributes_of(op)
+            key = (op.name, tuple(operands), tuple(str(r.type) for r in op.results),
+                   tuple((name, str(value)) for name, value in attributes.items()))
+            if key not in made:
+                made[key] = ir.Operation.create(op.name, results=[r.type for r in op.results],
+                                                operands=operands, attributes=attributes,
+                                                loc=op.location, ip=ip)
+            return made[key]
+
+        for op in hoisted:
+            operands = []
+            for value in op.operands:
+                if value not in mapping and value in self.constants:
+                    mapping[value] = create(value.owner.operation, []).results[0]
+                operands.append(mapping.get(value, value))
+            mapping.update(zip(op.results, create(op, operands).results, strict=True))
+        return mapping
+
+    def _packs(self, values: list[ir.Value]) -> list[tuple[ir.Value, list[int]]]:
+        """``values`` (outer scalars) as vectors of at most ``PACK``, grouped by the type they
+        travel in; per vector, the positions in ``values`` of its elements."""
+        groups: dict[Any, list[int]] = {}
+        for position, value in enumerate(values):
+            groups.setdefault(str(_packed_type(value.type)), []).append(position)
+        ip = ir.InsertionPoint(self.loop)
+        loc = self.loop.location
+        packs = []
+        for positions in groups.values():
+            for start in range(0, len(positions), PACK):
+                chunk = positions[start:start + PACK]
+                element = _packed_type(values[chunk[0]].type)
+                parts = [_as_vector_of_one(values[p], element, ip, loc) for p in chunk]
+                vector = parts[0] if len(parts) == 1 else ir.Operation.create(
+                    "stablehlo.concatenate",
+                    results=[ir.RankedTensorType.get([len(chunk)], element)], operands=parts,
+                    attributes={"dimension": ir.IntegerAttr.get(
+                        ir.IntegerType.get_signless(64), 0)}, loc=loc, ip=ip).results[0]
+                packs.append((vector, chunk))
+        # Behind a barrier: XLA's while canonicalization turns invariant operands into
+        # captures and would then fold each slice of a concatenate back to its scalar.
+        vectors = ir.Operation.create(
+            "stablehlo.optimization_barrier", results=[v.type for v, _ in packs],
+            operands=[v for v, _ in packs], loc=loc, ip=ip).results
+        return [(vector, chunk) for vector, (_, chunk) in zip(vectors, packs, strict=True)]
+
+    def _widened_loop(self, vectors: list[ir.Value]) -> ir.Operation:
+        """The loop with ``vectors`` as extra operands that the body returns as they came;
+        the old loop's regions move into it and its results are replaced."""
+        loop = self.loop
+        count = len(loop.operands)
+        types = [v.type for v in vectors]
+        new = ir.Operation.create(
+            "stablehlo.while", results=[r.type for r in loop.results] + types,
+            operands=list(loop.operands) + vectors, attributes=attributes_of(loop),
+            regions=2, loc=loop.location, ip=ir.InsertionPoint(loop))
+        for old_region, new_region in zip(loop.regions, new.regions, strict=True):
+            block = old_region.blocks[0]
+            for vector_type in types:
+                block.add_argument(vector_type, loop.location)
+            block.append_to(new_region)
+        terminator = self.terminator
+        ip = ir.InsertionPoint(terminator)
+        carried = list(new.regions[1].blocks[0].arguments)[count:]
+        # Returned through a barrier, so that XLA sees the vectors as loop-carried: its
+        # algebraic simplifier merges a slice with constant factors of the body (a mean's
+        # 1/n), and its loop-invariant code motion would hoist each such product out of
+        # the loop as a kernel of its own.
+        carried = list(ir.Operation.create("stablehlo.optimization_barrier", results=types,
+                                           operands=carried, loc=loop.location,
+                                           ip=ip).results)
+        ir.Operation.create("stablehlo.return", operands=list(terminator.operands) + carried,
+                            loc=terminator.location, ip=ip)
+        terminator.erase()
+        for old, value in zip(loop.results, new.results, strict=False):
+            old.replace_all_uses_with(value)
+        loop.erase()
+        return new
+
+    @staticmethod
+    def _unpack(packs: list[tuple[ir.Value, list[int]]], distinct: list[ir.Value],
+                arguments: list[ir.Value]) -> list[ir.Value]:
+        """The packed values (``distinct``, outside the loop) taken back at the start of the
+        body, each by a static slice of its vector (the body argument in ``arguments`` that
+        carries it)."""
+        ip = ir.InsertionPoint.at_block_begin(arguments[0].owner)
+        taken: list[ir.Value] = list(distinct)
+        for argument, (_, positions) in zip(arguments, packs, strict=True):
+            element = argument.type.element_type
+            loc = argument.owner.owner.location  # the loop's
+            for index, position in enumerate(positions):
+                one = ir.Operation.create(
+                    "stablehlo.slice", results=[ir.RankedTensorType.get([1], element)],
+                    operands=[argument], attributes={
+                        "start_indices": ir.DenseI64ArrayAttr.get([index]),
+                        "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
+                        "strides": ir.DenseI64ArrayAttr.get([1])},
+                    loc=loc, ip=ip).results[0]
+                scalar = ir.Operation.create(
+                    "stablehlo.reshape", results=[ir.RankedTensorType.get([], element)],
+                    operands=[one], loc=loc, ip=ip).results[0]
+                wanted = distinct[position].type
+                if scalar.type != wanted:
+                    scalar = ir.Operation.create("stablehlo.bitcast_convert", results=[wanted],
+                                                 operands=[scalar], loc=loc, ip=ip).results[0]
+                taken[position] = scalar
+        return taken
+
+
+def _as_vector_of_one(value: ir.Value, element: ir.Type, ip: ir.InsertionPoint,
+                      loc: ir.Location) -> ir.Value:
+    scalar_type = ir.RankedTensorType.get([], element)
+    if value.type != scalar_type:
+        value = ir.Operation.create("stablehlo.bitcast_convert", results=[scalar_type],
+                                    operands=[value], loc=loc, ip=ip).results[0]
+    return ir.Operation.create("stablehlo.reshape",
+                               results=[ir.RankedTensorType.get([1], element)],
+                               operands=[value], loc=loc, ip=ip).results[0]
+
+
+def hoist_loop_scales(module: ir.Module) -> int:
+    """Hoist the invariant scalar arithmetic of every while body; returns the ops hoisted.
+    Inner loops first, so that what leaves an inner loop can leave the outer one too."""
+    loops = ops_named(module.operation, "stablehlo.while")
+    loops.sort(key=_depth, reverse=True)
+    return sum(_LoopHoist(loop).run() for loop in loops)
+
+
+def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
+    context.bump("hoist-loop-scales.hoisted", hoist_loop_scales(module))
+
+
+HOIST_LOOP_SCALES = register(PassInfo(
+    name="hoist-loop-scales",
+    description="Compute the scalar arithmetic of while bodies on loop-invariant values once "
+                "before the loop, packed into few vectors (part of simplify).",
+    run=_run,
+))
