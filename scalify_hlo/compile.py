@@ -25,6 +25,7 @@ from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import Policy
 from scalify_hlo.scaled_array import ScaleBank, ScaledArray, as_scaled, is_scaled_leaf
+from scalify_hlo.scaled_array import banked as _banked
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
 from scalify_hlo.symbols import entry_function
 
@@ -148,6 +149,9 @@ class ScaledStep:
         self.exported = _scaled_exported(original, self.text, self._in_specs, self._out_specs)
         self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
         self._out_scaled = [spec.scaled for spec in self._out_specs]
+        # (output index, its index in the bank) of every scaled output, in order.
+        self._out_slots = [(index, position) for position, index in
+                           enumerate(i for i, scaled in enumerate(self._out_scaled) if scaled)]
         # Per scaled output, the first scaled output that returns the same scale value.
         self._first_same_scale = _first_same_scale(self.text, self._out_specs)
         # Where scale_args puts each argument's scale in its bank: at the index of the output
@@ -171,9 +175,11 @@ class ScaledStep:
         flat, banks, layout = self._flatten(args)
         program = self._programs.get(layout) or self._program(layout)
         outputs, vector = program(flat, banks)
-        if not self.return_scaled or vector is None:
-            return self._out_tree.unflatten(outputs)
-        return self._out_tree.unflatten(self._in_bank(outputs, self._out_scaled, vector))
+        if vector is not None:  # the program's own list: filled in place
+            bank, make = ScaleBank(vector), _banked
+            for index, position in self._out_slots:
+                outputs[index] = make(outputs[index], bank, position)
+        return self._out_tree.unflatten(outputs)
 
     def lower(self, *args: Any) -> Any:
         """The ``jax.stages.Lowered`` program that a call with ``args`` runs."""
@@ -187,15 +193,12 @@ class ScaledStep:
                                                                           layout=layout))
         return program
 
-    @staticmethod
-    def _in_bank(values: list[Any], scaled: list[bool], vector: jax.Array) -> list[Any]:
-        """``values`` with each scaled one a ScaledArray whose scale is the next element."""
-        bank, in_bank, position = ScaleBank(vector), ScaledArray.in_bank, 0
-        leaves = list(values)
-        for index, is_scaled in enumerate(scaled):
-            if is_scaled:
-                leaves[index] = in_bank(values[index], bank, position)
-                position += 1
+    def _in_bank(self, values: list[Any], vector: jax.Array) -> list[Any]:
+        """``values`` with each scaled one a ScaledArray whose scale is its element of
+        ``vector`` (a new list; ``__call__`` does the same in place)."""
+        bank, leaves = ScaleBank(vector), list(values)
+        for index, position in self._out_slots:
+            leaves[index] = _banked(values[index], bank, position)
         return leaves
 
     def _flatten(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any], tuple[int, ...]]:

@@ -68,9 +68,7 @@ class ScaledArray:
     @classmethod
     def in_bank(cls, data: Any, bank: ScaleBank, index: int) -> ScaledArray:
         """``data`` whose scale is element ``index`` of ``bank``, read when asked for."""
-        value = object.__new__(cls)  # no __init__: a step makes one per scaled output
-        value.data, value._scale, value._bank, value._index = data, None, bank, index
-        return value
+        return banked(data, bank, index)
 
     @property
     def scale(self) -> Any:
@@ -109,6 +107,17 @@ class ScaledArray:
 
     def __repr__(self) -> str:
         return f"ScaledArray(data={self.data!r}, scale={self.scale!r})"
+
+
+_new_scaled = object.__new__
+
+
+def banked(data: Any, bank: ScaleBank, index: int) -> ScaledArray:
+    """``ScaledArray.in_bank`` without the classmethod call: a step makes one per scaled
+    output on every call."""
+    value = _new_scaled(ScaledArray)
+    value.data, value._scale, value._bank, value._index = data, None, bank, index
+    return value
 
 
 def pow2_scale(x: Any, dtype: Any = jnp.float16) -> jax.Array:
