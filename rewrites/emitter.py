@@ -6,10 +6,12 @@ and no rewrite depends on the exact signatures of generated Python op classes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from jax.extend.mlir import ir
+from jaxlib.mlir._mlir_libs._mlir import rewrite as _rewrite
 
 from scalify_hlo.signature import FLOAT_DTYPES
 
@@ -19,18 +21,20 @@ MIN_NORMAL_EXP, MAX_NORMAL_EXP = -126, 127
 # The powers of two a constant of each data type holds exactly (f16 subnormals included: XLA
 # keeps them; f32 and bf16 ones may be flushed), so one multiply's reach.
 _NORMAL_EXPONENTS = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-24, 15)}
+_NORMAL_EXPONENTS_BY_CLASS = {ir.F32Type: _NORMAL_EXPONENTS["f32"],
+                              ir.BF16Type: _NORMAL_EXPONENTS["bf16"],
+                              ir.F16Type: _NORMAL_EXPONENTS["f16"]}
 
 
 def element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:
     t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
-    if isinstance(t, ir.ShapedType):  # the bindings hand back concrete (downcast) types
-        return t.element_type
+    if type(t) is ir.RankedTensorType or isinstance(t, ir.ShapedType):  # the bindings hand
+        return t.element_type  # back concrete (downcast) types; the first test is cheapest
     return ir.ShapedType(t).element_type
 
 
 def attributes_of(op: ir.Operation) -> dict[str, ir.Attribute]:
-    attributes = op.attributes  # one map object: ``op.attributes`` builds a new one each time
-    return {name: attributes[name] for name in attributes}
+    return dict(op.attributes.items())  # one call, not a lookup per name
 
 
 def float_type(name: str) -> ir.Type:
@@ -44,6 +48,15 @@ def float_type(name: str) -> ir.Type:
     }[name]()
 
 
+_FLOAT_NAMES = {ir.F16Type: "f16", ir.BF16Type: "bf16", ir.F32Type: "f32"}
+
+
+def dtype_name(t: ir.Type) -> str:
+    """``str(t)`` for an element type, without printing it for the data dtypes (printing a
+    type costs more than a dozen other binding calls)."""
+    return _FLOAT_NAMES.get(type(t)) or str(t)
+
+
 def numpy_dtype(t: ir.Type) -> np.dtype:
     return np.dtype(FLOAT_DTYPES[str(t)])
 
@@ -52,20 +65,21 @@ def is_ranked_tensor(t: ir.Type) -> bool:
     return isinstance(t, ir.RankedTensorType)
 
 
-_SCALED_ELEMENT_CLASSES = (ir.F16Type, ir.BF16Type, ir.F32Type)  # SCALED_ELEMENT_TYPES
+_SCALED_ELEMENT_CLASSES = frozenset({ir.F16Type, ir.BF16Type, ir.F32Type})  # SCALED_ELEMENT_TYPES
 
 
 def is_scalable_type(t: ir.Type) -> bool:
     """Tensors that carry a (data, scale) pair: ranked, of f16, bf16 or f32 elements.
 
-    Checked on the bindings' concrete type classes: printing the element type to compare
-    names costs more than the rest of this test, which runs for every value."""
-    return isinstance(t, ir.RankedTensorType) and isinstance(t.element_type,
-                                                              _SCALED_ELEMENT_CLASSES)
+    Checked on the bindings' concrete type classes (builtin types always come back
+    downcast, so an exact class test is the isinstance test, at a fifth of its cost):
+    printing the element type to compare names costs more still, and this runs for every
+    value."""
+    return type(t) is ir.RankedTensorType and type(t.element_type) in _SCALED_ELEMENT_CLASSES
 
 
 def with_element_type(t: ir.Type, element: ir.Type) -> ir.RankedTensorType:
-    ranked = t if isinstance(t, ir.RankedTensorType) else ir.RankedTensorType(t)
+    ranked = t if type(t) is ir.RankedTensorType else ir.RankedTensorType(t)
     return ir.RankedTensorType.get(ranked.shape, element, ranked.encoding)
 
 
@@ -92,23 +106,33 @@ def splat_scalar(attr: ir.Attribute) -> float | None:
 
 def defining_op(value: ir.Value) -> ir.Operation | None:
     """The op that defines ``value``; None for a block argument."""
-    owner = value.owner
-    if not isinstance(owner, ir.OpView | ir.Operation):
+    owner = value.owner  # a Block, or the op (as an OpView)
+    if isinstance(owner, ir.Block):
         return None
     return owner.operation
 
 
 def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
     """Every op named one of ``names`` nested in ``root`` (and ``root`` itself), in walk
-    order: collected before a rewrite changes the IR under the walk."""
+    order (post-order, as ``Operation.walk``): collected before a rewrite changes the IR.
+
+    The walk runs in C++ through a pattern set rooted at ``names`` whose patterns never
+    match, so Python sees only the ops asked for: ``Operation.walk`` makes a Python object
+    and a callback per op, which on a large rewritten module costs 20x more when the ops
+    asked for are few (the dots among 50k ops). The walk driver neither folds nor erases.
+    """
     found: list[ir.Operation] = []
 
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in names:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
+    def record(op: ir.OpView, _rewriter: object) -> bool:
+        found.append(op.operation)
+        return True  # "did not match": the IR is left as it is
 
-    root.walk(visit)
+    patterns = _rewrite.RewritePatternSet()
+    for name in dict.fromkeys(names):
+        patterns.add(name, record)
+    _rewrite.walk_and_apply_patterns(root, patterns.freeze())  # root's regions only
+    if root.name in names:
+        found.append(root)
     return found
 
 
@@ -150,22 +174,90 @@ def read_dense(attr: ir.Attribute) -> np.ndarray:
     return array.copy()
 
 
+class Types:
+    """Types and attributes the emitters ask for over and over, made once per pass run.
+
+    Getting a type or an attribute through the bindings costs a call into MLIR and a new
+    Python object each time; a rewrite of a large step asks for the same few (f32, rank-0
+    i32, ``dense<2.0>``...) tens of thousands of times. Kept per run, never per module
+    import: types belong to one MLIR context, and a global cache would keep it alive.
+    """
+
+    def __init__(self) -> None:
+        self.f32 = ir.F32Type.get()
+        self.i32 = ir.IntegerType.get_signless(32)
+        self.scalar_f32 = ir.RankedTensorType.get([], self.f32)
+        self.scalar_i32 = ir.RankedTensorType.get([], self.i32)
+        self._retyped: dict[tuple[ir.Type, ir.Type], ir.RankedTensorType] = {}
+        self._scalable: dict[ir.Type, bool] = {}
+        self._elements: dict[ir.Type, ir.Type] = {}
+        self._splats: dict[tuple[ir.Type, float, float], ir.Attribute] = {}
+        self._attributes: dict[object, ir.Attribute] = {}
+
+    def with_element_type(self, t: ir.Type, element: ir.Type) -> ir.RankedTensorType:
+        key = (t, element)
+        found = self._retyped.get(key)
+        if found is None:
+            found = self._retyped[key] = with_element_type(t, element)
+        return found
+
+    def element(self, t: ir.Type) -> ir.Type:
+        """``element_type(t)``, remembered per type (see ``is_scalable``)."""
+        found = self._elements.get(t)
+        if found is None:
+            found = self._elements[t] = element_type(t)
+        return found
+
+    def is_scalable(self, t: ir.Type) -> bool:
+        """``is_scalable_type``, remembered per type: reading the element type makes the
+        bindings build (downcast) a new type object, the dearest part of the test."""
+        found = self._scalable.get(t)
+        if found is None:
+            found = self._scalable[t] = is_scalable_type(t)
+        return found
+
+    def float_splat(self, value: float, t: ir.Type) -> ir.Attribute:
+        """``dense<value> : t``; the sign is part of the key (0.0 == -0.0), a NaN never
+        hits (nan != nan) and is simply made again."""
+        key = (t, value, math.copysign(1.0, value))
+        found = self._splats.get(key)
+        if found is None:
+            element = t.element_type if type(t) is ir.RankedTensorType else element_type(t)
+            found = self._splats[key] = ir.DenseElementsAttr.get_splat(
+                t, ir.FloatAttr.get(element, value))
+        return found
+
+    def attribute(self, key: object, make: Callable[[], ir.Attribute]) -> ir.Attribute:
+        found = self._attributes.get(key)
+        if found is None:
+            found = self._attributes[key] = make()
+        return found
+
+
+_create = ir.Operation.create
+
+
 class Emitter:
     """Creates ops before ``ip`` with location ``loc``.
 
     ``constants``, when given, caches the i32 scalar constants made at ``ip`` (the exponent
     arithmetic asks for 23, 127, -127... thousands of times in a large step): only for an
     insertion point that stays put, so that an earlier constant dominates every later use.
+    ``types``: the run's ``Types`` (a fresh one when not given).
     """
 
+    __slots__ = ("ip", "loc", "constants", "types")
+
     def __init__(self, ip: ir.InsertionPoint, loc: ir.Location,
-                 constants: dict[int, ir.Value] | None = None) -> None:
+                 constants: dict[int, ir.Value] | None = None,
+                 types: Types | None = None) -> None:
         self.ip = ip
         self.loc = loc
         self.constants = constants
+        self.types = Types() if types is None else types
 
     def at(self, loc: ir.Location) -> Emitter:
-        return Emitter(self.ip, loc, self.constants)
+        return Emitter(self.ip, loc, self.constants, self.types)
 
     def op(
         self,
@@ -175,10 +267,10 @@ class Emitter:
         attributes: dict[str, ir.Attribute] | None = None,
         regions: int = 0,
     ) -> ir.Operation:
-        return ir.Operation.create(
+        return _create(
             name,
-            results=list(result_types),
-            operands=list(operands),
+            results=result_types if type(result_types) is list else list(result_types),
+            operands=operands if type(operands) is list else list(operands),
             attributes=attributes or {},
             regions=regions,
             loc=self.loc,
@@ -186,10 +278,15 @@ class Emitter:
         )
 
     def unary(self, name: str, x: ir.Value, result_type: ir.Type | None = None) -> ir.Value:
-        return self.op(name, [x], [result_type or x.type]).result
+        return _create(name, results=[result_type or x.type], operands=[x], attributes={},
+                       regions=0, loc=self.loc, ip=self.ip).result
 
-    def binary(self, name: str, a: ir.Value, b: ir.Value) -> ir.Value:
-        return self.op(name, [a, b], [a.type]).result
+    def binary(self, name: str, a: ir.Value, b: ir.Value,
+               result_type: ir.Type | None = None) -> ir.Value:
+        """``name(a, b)`` of ``a``'s type; ``result_type``: that type, when the caller knows
+        it (asking a value for its type builds a new type object through the bindings)."""
+        return _create(name, results=[result_type or a.type], operands=[a, b], attributes={},
+                       regions=0, loc=self.loc, ip=self.ip).result
 
     def constant(self, array: np.ndarray, t: ir.Type) -> ir.Value:
         element = ir.ShapedType(t).element_type
@@ -205,23 +302,26 @@ class Emitter:
         return self.op("stablehlo.constant", [], [t], {"value": attr}).result
 
     def splat(self, value: float, t: ir.Type) -> ir.Value:
-        element = ir.ShapedType(t).element_type
-        attr = ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(element, value))
-        return self.op("stablehlo.constant", [], [t], {"value": attr}).result
+        return _create("stablehlo.constant", results=[t], operands=[],
+                       attributes={"value": self.types.float_splat(value, t)}, regions=0,
+                       loc=self.loc, ip=self.ip).result
 
     def scalar_f32(self, value: float) -> ir.Value:
-        return self.splat(value, scalar_type(ir.F32Type.get()))
+        return self.splat(value, self.types.scalar_f32)
 
-    def convert(self, x: ir.Value, element: ir.Type) -> ir.Value:
-        if element_type(x) == element:
+    def convert(self, x: ir.Value, element: ir.Type, t: ir.Type | None = None) -> ir.Value:
+        """``x`` converted to ``element``; ``t``: x's type, when the caller has it."""
+        if t is None:
+            t = x.type
+        if self.types.element(t) == element:
             return x
-        return self.unary("stablehlo.convert", x, with_element_type(x.type, element))
+        return self.unary("stablehlo.convert", x, self.types.with_element_type(t, element))
 
     def broadcast_scalar(self, scalar: ir.Value, t: ir.Type) -> ir.Value:
         """A rank-0 value broadcast to tensor type ``t`` (no-op for rank-0 ``t``)."""
-        if not ir.RankedTensorType(t).shape:
+        if not (t if type(t) is ir.RankedTensorType else ir.RankedTensorType(t)).rank:
             return scalar
-        dims = ir.DenseI64ArrayAttr.get([])
+        dims = self.types.attribute("no-dims", lambda: ir.DenseI64ArrayAttr.get([]))
         return self.op("stablehlo.broadcast_in_dim", [scalar], [t],
                        {"broadcast_dimensions": dims}).result
 
@@ -230,10 +330,12 @@ class Emitter:
         (``2**-200`` is no f32 constant); nothing is emitted for ``exp == 0``."""
         if exp == 0:
             return x
-        low, high = _NORMAL_EXPONENTS.get(str(element_type(x)), _NORMAL_EXPONENTS["f32"])
+        t = x.type
+        low, high = _NORMAL_EXPONENTS_BY_CLASS.get(type(self.types.element(t)),
+                                                   _NORMAL_EXPONENTS["f32"])
         while exp != 0:
             step = min(max(exp, low), high)
-            x = self.binary("stablehlo.multiply", x, self.splat(2.0 ** step, x.type))
+            x = self.binary("stablehlo.multiply", x, self.splat(2.0 ** step, t), t)
             exp -= step
         return x
 
@@ -244,8 +346,8 @@ class Emitter:
         found = None if cache is None else cache.get(value)
         if found is not None:
             return found
-        t = scalar_type(ir.IntegerType.get_signless(32))
-        attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, value))
+        t = self.types.scalar_i32
+        attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(self.types.i32, value))
         result = self.op("stablehlo.constant", [], [t], {"value": attr}).result
         if cache is not None:
             cache[value] = result
@@ -254,46 +356,60 @@ class Emitter:
     def exponent_of_pow2(self, scale: ir.Value) -> ir.Value:
         """The exponent of a positive power-of-two rank-0 f32, read from its bits (a zero or
         subnormal reads as -127, an infinity as 128)."""
-        i32 = scalar_type(ir.IntegerType.get_signless(32))
+        i32 = self.types.scalar_i32
         bits = self.unary("stablehlo.bitcast_convert", scale, i32)
-        biased = self.binary("stablehlo.shift_right_logical", bits, self.int_scalar(23))
-        return self.binary("stablehlo.subtract", biased, self.int_scalar(127))
+        biased = self.binary("stablehlo.shift_right_logical", bits, self.int_scalar(23), i32)
+        return self.binary("stablehlo.subtract", biased, self.int_scalar(127), i32)
 
     def pow2_of_exponent(self, exp: ir.Value) -> ir.Value:
         """``2**exp`` as a rank-0 f32, built from its bits: ``exp`` must be in [-126, 127]."""
-        biased = self.binary("stablehlo.add", exp, self.int_scalar(127))
-        bits = self.binary("stablehlo.shift_left", biased, self.int_scalar(23))
-        return self.unary("stablehlo.bitcast_convert", bits, scalar_type(ir.F32Type.get()))
+        i32 = self.types.scalar_i32  # exponents are rank-0 i32 throughout
+        biased = self.binary("stablehlo.add", exp, self.int_scalar(127), i32)
+        bits = self.binary("stablehlo.shift_left", biased, self.int_scalar(23), i32)
+        return self.unary("stablehlo.bitcast_convert", bits, self.types.scalar_f32)
 
     def clamp_exponent(self, exp: ir.Value, low: int = MIN_NORMAL_EXP,
                        high: int = MAX_NORMAL_EXP) -> ir.Value:
         return self.op("stablehlo.clamp", [self.int_scalar(low), exp, self.int_scalar(high)],
-                       [exp.type]).result
+                       [self.types.scalar_i32]).result  # exponents are rank-0 i32
 
     def times_factor(self, x: ir.Value, factor: ir.Value) -> ir.Value:
         """``x * factor`` for a rank-0 f32 ``factor``, computed in f32 (a factor 2^-30 is 0 in
         f16) and rounded once to x's element type."""
-        wide = self.convert(x, ir.F32Type.get())
-        wide = self.binary("stablehlo.multiply", wide, self.broadcast_scalar(factor, wide.type))
-        return self.convert(wide, element_type(x))
+        t = x.type  # read once: each read builds a new type object
+        element, f32 = self.types.element(t), self.types.f32
+        if element == f32:
+            wide, wide_type = x, t
+        else:
+            wide_type = self.types.with_element_type(t, f32)
+            wide = self.unary("stablehlo.convert", x, wide_type)
+        wide = self.binary("stablehlo.multiply", wide, self.broadcast_scalar(factor, wide_type),
+                           wide_type)
+        return wide if element == f32 else self.unary("stablehlo.convert", wide, t)
 
     def pow2_round(self, x: ir.Value) -> ir.Value:
         """``x`` rounded to the nearest power of two (exact powers of two stay as they are):
         a reduce_precision to 0 mantissa bits, which also keeps 0, inf and NaN."""
-        i32 = ir.IntegerType.get_signless(32)
+        i32 = self.types.i32
         return self.op("stablehlo.reduce_precision", [x], [x.type], {
-            "exponent_bits": ir.IntegerAttr.get(i32, 8),
-            "mantissa_bits": ir.IntegerAttr.get(i32, 0),
+            "exponent_bits": self.types.attribute(("i32", 8),
+                                                  lambda: ir.IntegerAttr.get(i32, 8)),
+            "mantissa_bits": self.types.attribute(("i32", 0),
+                                                  lambda: ir.IntegerAttr.get(i32, 0)),
         }).result
 
     def compare(self, direction: str, a: ir.Value, b: ir.Value) -> ir.Value:
-        i1 = ir.IntegerType.get_signless(1)
+        types = self.types
+        i1 = types.attribute("i1", lambda: ir.IntegerType.get_signless(1))
         attributes = {
-            "comparison_direction": ir.Attribute.parse(f"#stablehlo<comparison_direction "
-                                                       f"{direction}>"),
-            "compare_type": ir.Attribute.parse("#stablehlo<comparison_type FLOAT>"),
+            "comparison_direction": types.attribute(
+                ("direction", direction),
+                lambda: ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>")),
+            "compare_type": types.attribute(
+                ("compare_type", "FLOAT"),
+                lambda: ir.Attribute.parse("#stablehlo<comparison_type FLOAT>")),
         }
-        return self.op("stablehlo.compare", [a, b], [with_element_type(a.type, i1)],
+        return self.op("stablehlo.compare", [a, b], [types.with_element_type(a.type, i1)],
                        attributes).result
 
     def reduce_all(self, x: ir.Value, combiner: str, init: float) -> ir.Value:
@@ -304,7 +420,7 @@ class Emitter:
         reduce = self.op("stablehlo.reduce", [x, self.splat(init, scalar)], [scalar],
                          {"dimensions": ir.DenseI64ArrayAttr.get(list(range(rank)))}, regions=1)
         block = reduce.regions[0].blocks.append(scalar, scalar)
-        inner = Emitter(ir.InsertionPoint(block), self.loc)
+        inner = Emitter(ir.InsertionPoint(block), self.loc, types=self.types)
         combined = inner.binary(combiner, block.arguments[0], block.arguments[1])
         inner.op("stablehlo.return", [combined], [])
         return reduce.results[0]

@@ -121,10 +121,27 @@ def inline_calls(module: ir.Module) -> int:
     raise RewriteError(f"calls nested deeper than {MAX_INLINE_DEPTH} levels (recursion?)")
 
 
+def may_have_dead_symbols(module: ir.Module) -> bool:
+    """Whether ``symbol-dce`` could remove anything: False when the module holds only public
+    functions (the usual case once calls are inlined), which nothing can discard. The pass
+    walks every op and its attributes for symbol uses even then, so it is worth skipping on
+    a large module; anything else at the top level counts as a maybe."""
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func":
+            return True
+        attributes = op.attributes
+        if ("sym_visibility" in attributes
+                and ir.StringAttr(attributes["sym_visibility"]).value != "public"):
+            return True
+    return False
+
+
 def remove_unused_private_functions(module: ir.Module) -> None:
     """Drop private functions nothing refers to any more; MLIR's symbol-dce also sees
     references from attributes (a composite's decomposition, say)."""
-    run_mlir_pipeline(module, "symbol-dce")
+    if may_have_dead_symbols(module):
+        run_mlir_pipeline(module, "symbol-dce")
 
 
 def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:

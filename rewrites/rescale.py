@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from jax.extend.mlir import ir
+from scalify_hlo.rewrites.emitter import ops_named
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 from scalify_hlo.rewrites.scope import RESCALE_ATTR
 
@@ -36,21 +37,17 @@ def _points(raw: str) -> set[str]:
 
 def mark_rescale_points(module: ir.Module, points: set[str], method: str,
                         rounding: str = "nearest") -> int:
-    marked: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if ("dot-outputs" in points and op.name in _DOTS) or (
-                "gradients" in points and op.name in _GRADIENT_PRODUCERS
-                and is_backward(op.location)):
-            marked.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    names = (_DOTS if "dot-outputs" in points else ()) + (
+        _GRADIENT_PRODUCERS if "gradients" in points else ())
+    marked = [op for op in ops_named(module.operation, *names)
+              if ("dot-outputs" in points and op.name in _DOTS)
+              or is_backward(op.location)]  # only gradient producers are left to check
     if "outputs" in points:
         entry = entry_function(module)
         marked.append(entry.regions[0].blocks[0].operations[-1].operation)
+    how = ir.StringAttr.get(f"{method}:{rounding}")
     for op in marked:
-        op.attributes[RESCALE_ATTR] = ir.StringAttr.get(f"{method}:{rounding}")
+        op.attributes[RESCALE_ATTR] = how
     return len(marked)
 
 

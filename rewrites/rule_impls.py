@@ -14,6 +14,7 @@ import numpy as np
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import (
     attributes_of,
+    dtype_name,
     element_type,
     is_scalable_type,
     read_dense,
@@ -29,6 +30,7 @@ from scalify_hlo.rewrites.regions import (
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 
 from scalify_hlo.scale import (
+    ONE,
     Scale,
     pow2_exponent_of_array,
     pow2_exponent_of_magnitudes,
@@ -51,11 +53,12 @@ def emit_like(scope: Scope, op: ir.Operation, operands: list[ir.Value]) -> ir.Op
     """The same op on new operands, results and regions retyped to the data dtype."""
     attributes = attributes_of(op)
     attributes.pop(RESCALE_ATTR, None)
-    regions = op.regions
-    new = scope.emit.op(op.name, operands, [scope.data_type(r.type) for r in op.results],
-                        attributes, regions=len(regions))
-    if len(regions):
-        for old_region, new_region in zip(regions, new.regions, strict=True):
+    regions = len(op.regions)
+    data_type = scope.data_type
+    new = scope.emit.op(op.name, operands, [data_type(t) for t in scope.results_of(op)[1]],
+                        attributes, regions=regions)
+    if regions:
+        for old_region, new_region in zip(op.regions, new.regions, strict=True):
             clone_region_retyped(old_region, new_region, scope.data_type)
     return new
 
@@ -63,14 +66,41 @@ def emit_like(scope: Scope, op: ir.Operation, operands: list[ir.Value]) -> ir.Op
 def bind_results(scope: Scope, op: ir.Operation, new: ir.Operation, scale: Scale,
                  any_scale: bool = False) -> None:
     """Float results get ``scale``; other results map one to one."""
-    for old, value in zip(op.results, new.results, strict=True):
-        scope.set(old, Scaled(value, scale, any_scale) if is_scalable_type(old.type) else value)
+    olds, types = scope.results_of(op)
+    is_scalable = scope.state.types.is_scalable
+    for old, t, value in zip(olds, types, new.results, strict=True):
+        scope.set(old, Scaled(value, scale, any_scale) if is_scalable(t) else value)
 
 
 def all_any_scale(scope: Scope, op: ir.Operation) -> bool:
     """Whether every float operand is scale-free (only 0, +-inf, NaN), and there is one."""
     floats = [scope.scaled(v) for v in op.operands if scope.is_scaled(v)]
     return bool(floats) and all(f.any_scale for f in floats)
+
+
+def _float_operands(scope: Scope, olds: list[ir.Value]) -> tuple[list[int], list[Scaled]]:
+    """Positions and (data, scale) of the float operands: each read once, in order, for
+    both ``all_any_scale`` and ``operands_at_common_scale`` (which read them again)."""
+    indices = float_operand_indices(scope, olds)
+    return indices, [scope.scaled(olds[i]) for i in indices]
+
+
+def _at_common_scale(
+    scope: Scope, olds: list[ir.Value], indices: list[int], floats: list[Scaled],
+    constants_follow: bool = False, merge: bool = False,
+) -> tuple[list[ir.Value], Scale]:
+    """``operands_at_common_scale`` from operands already read (``_float_operands``)."""
+    operands: list[ir.Value | None] = [None] * len(olds)
+    scale = ONE
+    if indices:
+        datas, scale = scope.to_common_scale(floats, constants_follow, merge)
+        for i, data in zip(indices, datas, strict=True):
+            operands[i] = data
+    if len(indices) < len(olds):
+        for i, old in enumerate(olds):
+            if operands[i] is None:
+                operands[i] = scope.plain(old)
+    return operands, scale
 
 
 def operands_at_common_scale(
@@ -80,17 +110,19 @@ def operands_at_common_scale(
     """New operands with the float ones (or those at ``indices``) at one common scale."""
     olds = list(op.operands)  # ``op.operands`` builds a new list object on every access
     indices = float_operand_indices(scope, olds) if indices is None else indices
-    operands: list[ir.Value | None] = [None] * len(olds)
-    scale = Scale()
-    if indices:
-        datas, scale = scope.to_common_scale([scope.scaled(olds[i]) for i in indices],
-                                             constants_follow, merge)
-        for i, data in zip(indices, datas, strict=True):
-            operands[i] = data
-    for i, old in enumerate(olds):
-        if operands[i] is None:
-            operands[i] = scope.plain(old)
-    return operands, scale
+    return _at_common_scale(scope, olds, indices, [scope.scaled(olds[i]) for i in indices],
+                            constants_follow, merge)
+
+
+def _same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,
+                merge: bool = False) -> None:
+    """``all_any_scale``, ``operands_at_common_scale`` and the op at that scale, with the
+    operands read once."""
+    olds = list(op.operands)
+    indices, floats = _float_operands(scope, olds)
+    any_scale = bool(floats) and all(f.any_scale for f in floats)
+    operands, scale = _at_common_scale(scope, olds, indices, floats, constants_follow, merge)
+    bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
 
 
 # ----- families -------------------------------------------------------------------------
@@ -158,32 +190,26 @@ def rule_fallback(scope: Scope, op: ir.Operation) -> None:
 
 def rule_same_scale(scope: Scope, op: ir.Operation) -> None:
     """Linear-in-scale ops: float operands at one common scale, results at that scale."""
-    any_scale = all_any_scale(scope, op)
-    operands, scale = operands_at_common_scale(scope, op)
-    bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
+    _same_scale(scope, op)
 
 
 def rule_merge(scope: Scope, op: ir.Operation) -> None:
     """Ops that put pieces of their operands together without arithmetic between them
     (concatenate, max, pad): a common scale between the operands' (see Scope.common_scale)."""
-    any_scale = all_any_scale(scope, op)
-    operands, scale = operands_at_common_scale(scope, op, merge=True)
-    bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
+    _same_scale(scope, op, merge=True)
 
 
 def rule_select(scope: Scope, op: ir.Operation) -> None:
     """select: no arithmetic between the branches, so a constant branch (a mask's -1e9)
     takes the runtime branch's scale; in f16 a far-out sentinel saturates to +-inf, which
     keeps its sign and order, instead of pushing the data below the format's range."""
-    any_scale = all_any_scale(scope, op)
-    operands, scale = operands_at_common_scale(scope, op, constants_follow=True, merge=True)
-    bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
+    _same_scale(scope, op, constants_follow=True, merge=True)
 
 
 def rule_scale_invariant(scope: Scope, op: ir.Operation) -> None:
     """``f(c*x) = f(x)`` (sign, atan2): common scale in, scale 1 out."""
     operands, _ = operands_at_common_scale(scope, op)
-    bind_results(scope, op, emit_like(scope, op, operands), Scale())
+    bind_results(scope, op, emit_like(scope, op, operands), ONE)
 
 
 def rule_with_region(scope: Scope, op: ir.Operation) -> None:
@@ -270,8 +296,9 @@ def rule_reduce(scope: Scope, op: ir.Operation) -> None:
     operands, scale = operands_at_common_scale(scope, op)
     new = emit_like(scope, op, operands)
     k = sqrt_size_exponent(_reduced_size(op)) if is_additive(region) else 0
-    for old, value in zip(op.results, new.results, strict=True):
-        if is_scalable_type(old.type):
+    olds, types = scope.results_of(op)
+    for old, t, value in zip(olds, types, new.results, strict=True):
+        if scope.state.types.is_scalable(t):
             scope.set(old, Scaled(scope.emit.scale_tensor_static(value, -k), scale.shifted(k)))
         else:
             scope.set(old, value)
@@ -300,9 +327,11 @@ def rule_sqrt(scope: Scope, op: ir.Operation) -> None:
     else:
         # runtime: s' = 2^floor(e / 2) for s = 2^e, and the 1 or 2 left over goes into the data.
         exponent = scope.exponent(x.scale)
-        half = emit.binary("stablehlo.shift_right_arithmetic", exponent, emit.int_scalar(1))
+        i32 = scope.exponent_type()
+        half = emit.binary("stablehlo.shift_right_arithmetic", exponent, emit.int_scalar(1),
+                           i32)
         odd = emit.binary("stablehlo.subtract", exponent,
-                          emit.binary("stablehlo.add", half, half))
+                          emit.binary("stablehlo.add", half, half, i32), i32)
         data = emit.times_factor(x.data, emit.pow2_of_exponent(odd))
         result_scale = Scale.dynamic(half)
         if sign < 0:
@@ -313,20 +342,21 @@ def rule_sqrt(scope: Scope, op: ir.Operation) -> None:
 
 def rule_constant(scope: Scope, op: ir.Operation) -> None:
     """Split at rewrite time: a power-of-two scale from the largest finite magnitude."""
-    result = op.results[0]
-    if not is_scalable_type(result.type):
+    results, types = scope.results_of(op)
+    result, result_type = results[0], types[0]
+    if not scope.state.types.is_scalable(result_type):
         rule_unscaled(scope, op)
         return
     attr = op.attributes["value"]
     scalar = splat_scalar(attr)  # a splat is never materialized at its full shape
-    data_type = scope.data_type(result.type)
+    data_type = scope.data_type(result_type)
     if scalar is not None:
-        exp, any_scale = _split_scalar(scalar, str(scope.current_data_dtype()))
+        exp, any_scale = _split_scalar(scalar, dtype_name(scope.current_data_dtype()))
         data = scope.emit.splat(scalar / 2.0 ** exp, data_type)
         scope.set(result, Scaled(data, Scale(exp), any_scale))
         return
     values = read_dense(attr).astype(np.float64)
-    exp = pow2_exponent_of_array(values, str(scope.current_data_dtype()))
+    exp = pow2_exponent_of_array(values, dtype_name(scope.current_data_dtype()))
     any_scale = bool(np.all((values == 0) | ~np.isfinite(values)))
     data = scope.emit.constant(_divided(values, exp), data_type)
     scope.set(result, Scaled(data, Scale(exp), any_scale))

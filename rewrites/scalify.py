@@ -168,9 +168,10 @@ def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
 
 
 def _returned_values(block: ir.Block) -> list[ir.Value] | None:
-    ops = list(block.operations)
-    if ops and ops[-1].operation.name == "func.return":
-        return list(ops[-1].operation.operands)
+    ops = block.operations
+    count = len(ops)  # the last op by index: listing them all makes a handle per op
+    if count and ops[count - 1].operation.name == "func.return":
+        return list(ops[count - 1].operation.operands)
     return None
 
 
@@ -212,15 +213,14 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
         strict=strict,
         common_scale_rule=resolve_common_scale_rule(common_scale, dtype),
         context=context,
-        rules=dict(RULES),
+        rules={name: rule.family.apply for name, rule in RULES.items()},  # no Rule.__call__
         fallback=rule_impls.rule_fallback,
         clone=rule_impls.rule_unscaled,
     )
     func = entry_function(module)
     wide = resolve_square_dtype(square_dtype, dtype)
     if wide is not None:
-        state.wide = square_values(func)
-        state.wide_dtype = float_type(wide)
+        state.set_wide(square_values(func), float_type(wide))
         context.bump("scalify.square-values", len(state.wide))
     scalify_function(func, state)
 

@@ -15,6 +15,7 @@ from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import (
     MIN_NORMAL_EXP,
     Emitter,
+    Types,
     element_type,
     is_scalable_type,
     scalar_type,
@@ -25,10 +26,11 @@ from scalify_hlo.rewrites.registry import PassContext
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.ir import short_location
-from scalify_hlo.scale import Scale, saturate_exponent
+from scalify_hlo.scale import ONE, Scale, saturate_exponent
 
 # Data types with f32's exponent range, where data may sit far from unit scale.
 WIDE_RANGE_DTYPES = ("f32", "bf16")
+_WIDE_RANGE_CLASSES = (ir.F32Type, ir.BF16Type)  # the same, as the bindings' type classes
 RESCALE_ATTR = "scalify.rescale"  # set by the rescale pass on ops whose results it rescales
 
 
@@ -43,6 +45,20 @@ class Scaled:
     data: ir.Value
     scale: Scale
     any_scale: bool = False
+
+    def __init__(self, data: ir.Value, scale: Scale, any_scale: bool = False) -> None:
+        fields = self.__dict__  # see Scale.__init__: one of these per rewritten value
+        fields["data"] = data
+        fields["scale"] = scale
+        fields["any_scale"] = any_scale
+
+    def data_element(self) -> ir.Type:
+        """The data's element type, read from the IR once per pair: each read of a type
+        makes the bindings build new type objects, and ops ask for every operand's."""
+        found = self.__dict__.get("_element")
+        if found is None:
+            found = self.__dict__["_element"] = element_type(self.data)
+        return found
 
 
 Mapped = Scaled | ir.Value
@@ -64,9 +80,13 @@ class ScalifyState:
     # type they get; None: every value uses data_dtype.
     wide: set[ir.Value] = field(default_factory=set)
     wide_dtype: ir.Type | None = None
+    # The ops that define or use a value of ``wide``: those that compute in ``wide_dtype``
+    # (see ``op_dtype``), found once from the values rather than per op from its operands.
+    wide_ops: set[ir.Operation] = field(default_factory=set)
     # The data type of the op being rewritten: its operands are read in it, its results made
     # in it (None outside an op: values keep their own type).
     current_dtype: ir.Type | None = None
+    types: Types = field(default_factory=Types)
 
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""
@@ -74,13 +94,23 @@ class ScalifyState:
             return self.wide_dtype
         return self.data_dtype
 
+    def set_wide(self, values: set[ir.Value], dtype: ir.Type) -> None:
+        """Make ``values`` wide (of type ``dtype``), and note the ops that touch them."""
+        self.wide = values
+        self.wide_dtype = dtype
+        ops: set[ir.Operation] = set()
+        for value in values:
+            owner = value.owner
+            if not isinstance(owner, ir.Block):
+                ops.add(owner.operation)
+            ops.update(use.owner.operation for use in value.uses)
+        self.wide_ops = ops
+
     def op_dtype(self, op: ir.Operation) -> ir.Type:
         """Wide if any float operand or result of ``op`` is wide: an op computes in the wider
         type of what it touches, so a square is formed, and its sqrt taken, in it."""
-        if self.wide_dtype is not None:
-            for value in (*op.operands, *op.results):
-                if value in self.wide:
-                    return self.wide_dtype
+        if self.wide_dtype is not None and op in self.wide_ops:
+            return self.wide_dtype
         return self.data_dtype
 
     def report_fallback(self, op: ir.Operation, why: str) -> None:
@@ -101,12 +131,20 @@ class Scope:
         self._materialized: dict[Scale, ir.Value] = {}
         self._factors: dict[tuple[Scale, str], ir.Value] = {}
         self._unscaled: dict[ir.Value, ir.Value] = {}
-        self._converted: dict[tuple[ir.Value, str], ir.Value] = {}
-        self.emit = Emitter(ir.InsertionPoint(block), ir.Location.unknown(), constants={})
+        self._converted: dict[tuple[ir.Value, ir.Type], ir.Value] = {}
+        self.emit = Emitter(ir.InsertionPoint(block), ir.Location.unknown(), constants={},
+                            types=state.types)
+        # The op being rewritten, its results and their types (see ``results_of``).
+        self._op: ir.Operation | None = None
+        self._results: list[ir.Value] = []
+        self._result_types: list[ir.Type] = []
 
     # ----- the value map -------------------------------------------------------------
     def lookup(self, old: ir.Value) -> Mapped | None:
-        scope: Scope | None = self
+        found = self.values.get(old)  # the common case, before walking up the scopes
+        if found is not None:
+            return found
+        scope = self.parent
         while scope is not None:
             found = scope.values.get(old)
             if found is not None:
@@ -115,9 +153,12 @@ class Scope:
         return None
 
     def get(self, old: ir.Value) -> Mapped:
-        found = self.lookup(old)
+        found = self.values.get(old)
         if found is None:
-            raise RewriteError(f"{short_location(self.emit.loc)}: value used before definition")
+            found = self.lookup(old)
+            if found is None:
+                raise RewriteError(f"{short_location(self.emit.loc)}: value used before "
+                                   f"definition")
         return found
 
     def is_scaled(self, old: ir.Value) -> bool:
@@ -129,9 +170,9 @@ class Scope:
         if not isinstance(found, Scaled):
             raise RewriteError(f"{short_location(self.emit.loc)}: expected a floating value")
         target = self.state.current_dtype
-        if target is None or element_type(found.data) == target:
+        if target is None or found.data_element() == target:
             return found
-        key = (old, str(target))
+        key = (old, target)  # types are uniqued: equal types are equal keys
         data = self._converted.get(key)
         if data is None:
             value = splat_constant_value(old)
@@ -144,7 +185,9 @@ class Scope:
             else:
                 data = self.emit.convert(found.data, target)
             self._converted[key] = data
-        return Scaled(data, found.scale, found.any_scale)
+        converted = Scaled(data, found.scale, found.any_scale)
+        converted.__dict__["_element"] = target
+        return converted
 
     def set(self, old: ir.Value, new: Mapped) -> None:
         self.values[old] = new
@@ -158,13 +201,12 @@ class Scope:
 
     # ----- scales --------------------------------------------------------------------
     def _cached(self, attr: str, key) -> ir.Value | None:
-        scope: Scope | None = self
-        while scope is not None:
+        found = getattr(self, attr).get(key)
+        scope = self.parent
+        while found is None and scope is not None:
             found = getattr(scope, attr).get(key)
-            if found is not None:
-                return found
             scope = scope.parent
-        return None
+        return found
 
     def report_saturated(self, exp: int, saturated: int, runtime: bool = False) -> None:
         self.state.context.bump("scalify.saturated-scales")
@@ -176,7 +218,9 @@ class Scope:
 
     def exponent(self, scale: Scale) -> ir.Value:
         """The scale's exponent as a rank-0 i32 SSA value, emitted once per block and reused."""
-        found = self._cached("_materialized", scale)
+        found = self._materialized.get(scale)
+        if found is None and self.parent is not None:
+            found = self.parent._cached("_materialized", scale)
         if found is not None:
             return found
         value = self._build(scale)
@@ -193,7 +237,9 @@ class Scope:
         number.
         """
         key = (scale, part)
-        found = self._cached("_factors", key)
+        found = self._factors.get(key)
+        if found is None and self.parent is not None:
+            found = self.parent._cached("_factors", key)
         if found is not None:
             return found
         emit = self.emit
@@ -206,7 +252,8 @@ class Scope:
                 value = emit.pow2_of_exponent(high)
             else:
                 value = emit.pow2_of_exponent(emit.clamp_exponent(
-                    emit.binary("stablehlo.subtract", exponent, high), MIN_NORMAL_EXP - 1))
+                    emit.binary("stablehlo.subtract", exponent, high, self.exponent_type()),
+                    MIN_NORMAL_EXP - 1))
         self._factors[key] = value
         return value
 
@@ -220,11 +267,10 @@ class Scope:
 
     def apply_exactly(self, data: ir.Value, scale: Scale) -> ir.Value:
         """``data * scale`` in f32 with the two-factor ``2**e`` (see ``factor``)."""
+        f32 = self.state.types.f32
         if scale.is_static:
-            return self.emit.scale_tensor_static(self.emit.convert(data, ir.F32Type.get()),
-                                                 scale.exp)
-        once = self.emit.times_factor(self.emit.convert(data, ir.F32Type.get()),
-                                      self.factor(scale, "high"))
+            return self.emit.scale_tensor_static(self.emit.convert(data, f32), scale.exp)
+        once = self.emit.times_factor(self.emit.convert(data, f32), self.factor(scale, "high"))
         return self.emit.times_factor(once, self.factor(scale, "low"))
 
     def _cost(self, scale: Scale, memo: dict[Scale, int]) -> int:
@@ -254,32 +300,33 @@ class Scope:
         emit = self.emit
         if scale.is_static:
             return emit.int_scalar(scale.exp)
+        i32 = self.exponent_type()  # every exponent is a rank-0 i32
         factor = scale.factors[0][0]
         if scale.factors == ((factor, 1),):
             if scale.exp != 0:
                 return emit.binary("stablehlo.add", self.exponent(Scale(0, scale.factors)),
-                                   emit.int_scalar(scale.exp))
+                                   emit.int_scalar(scale.exp), i32)
             return emit.exponent_of_pow2(factor.value) if factor.is_f32 else factor.value
         recipe = scale.recipe
         memo: dict[Scale, int] = {}
         if recipe is not None and self._cost(scale, memo) < self._flat_cost(scale):
             if recipe[0] == "shift":
                 return emit.binary("stablehlo.add", self.exponent(recipe[1]),
-                                   emit.int_scalar(recipe[2]))
+                                   emit.int_scalar(recipe[2]), i32)
             name = "stablehlo.add" if recipe[0] == "mul" else "stablehlo.subtract"
-            return emit.binary(name, self.exponent(recipe[1]), self.exponent(recipe[2]))
+            return emit.binary(name, self.exponent(recipe[1]), self.exponent(recipe[2]), i32)
         value: ir.Value | None = None
         for factor, power in scale.factors:
             term = self.exponent(Scale(0, ((factor, 1),)))
             if abs(power) != 1:
-                term = emit.binary("stablehlo.multiply", term, emit.int_scalar(abs(power)))
+                term = emit.binary("stablehlo.multiply", term, emit.int_scalar(abs(power)), i32)
             if value is None:
-                value = term if power > 0 else emit.unary("stablehlo.negate", term)
+                value = term if power > 0 else emit.unary("stablehlo.negate", term, i32)
             else:
                 value = emit.binary("stablehlo.add" if power > 0 else "stablehlo.subtract",
-                                    value, term)
+                                    value, term, i32)
         if scale.exp:
-            value = emit.binary("stablehlo.add", value, emit.int_scalar(scale.exp))
+            value = emit.binary("stablehlo.add", value, emit.int_scalar(scale.exp), i32)
         return value
 
     def scale_f32(self, value: Scaled) -> tuple[ir.Value, ir.Value]:
@@ -328,7 +375,7 @@ class Scope:
         if constants_follow and any(not v.scale.is_static for v in scaled):
             scaled = [v for v in scaled if not v.scale.is_static]
         if not scaled:
-            return Scale()
+            return ONE
         first = scaled[0].scale
         if all(v.scale.same_factors(first) for v in scaled):
             return Scale(max(v.scale.exp for v in scaled), first.factors)
@@ -340,22 +387,24 @@ class Scope:
                 distinct.append(value.scale)
         exponents = [self.exponent(scale) for scale in distinct]
         emit = self.emit
-        if merge and str(self.current_data_dtype()) in WIDE_RANGE_DTYPES:
+        i32 = self.exponent_type()
+        if merge and type(self.current_data_dtype()) in _WIDE_RANGE_CLASSES:
             if len(exponents) == 2:
-                total = emit.binary("stablehlo.add", *exponents)
+                total = emit.binary("stablehlo.add", *exponents, i32)
             else:
                 total = emit.binary("stablehlo.add", _fold(emit, "stablehlo.maximum", exponents),
-                                    _fold(emit, "stablehlo.minimum", exponents))
+                                    _fold(emit, "stablehlo.minimum", exponents), i32)
             return Scale.dynamic(emit.binary("stablehlo.shift_right_arithmetic", total,
-                                             emit.int_scalar(1)))
+                                             emit.int_scalar(1), i32))
         return Scale.dynamic(_fold(emit, "stablehlo.maximum", exponents))
 
     def to_common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,
                         merge: bool = False) -> tuple[list[ir.Value], Scale]:
         if len(values) == 1:  # layout ops, convert...: what the general path computes
             value = values[0]  # (its common scale drops the recipe, so this one does too)
-            return [value.data], (Scale() if value.any_scale
-                                  else Scale(value.scale.exp, value.scale.factors))
+            scale = value.scale
+            return [value.data], (ONE if value.any_scale else scale if scale.recipe is None
+                                  else Scale(scale.exp, scale.factors))
         scale = self.common_scale(values, constants_follow, merge)
         return [self.rescale_data(v, scale) for v in values], scale
 
@@ -371,7 +420,7 @@ class Scope:
         scale = value.scale  # any exponent: applied in steps of normal powers of two
         data = value.data
         if scale.is_static:
-            wide = ir.F32Type.get() if scale.exp != 0 else original
+            wide = self.state.types.f32 if scale.exp != 0 else original
             result = emit.convert(emit.scale_tensor_static(emit.convert(data, wide), scale.exp),
                                   original)
         else:
@@ -384,36 +433,37 @@ class Scope:
 
     def encode(self, value: ir.Value, scale: Scale | None = None) -> Scaled:
         """A value of the original program as data in the data dtype with a static scale."""
-        scale = scale or Scale()
+        scale = scale or ONE
         data = value
         if scale.exp != 0:
-            data = self.emit.scale_tensor_static(self.emit.convert(value, ir.F32Type.get()),
+            data = self.emit.scale_tensor_static(self.emit.convert(value, self.state.types.f32),
                                                  -scale.exp)
         return Scaled(self.emit.convert(data, self.current_data_dtype()), scale)
 
     def data_type(self, t: ir.Type) -> ir.Type:
         """The type a value of type ``t`` has in the rewritten program (its data half), in
         the current op's data type."""
-        if is_scalable_type(t):
+        types = self.state.types
+        if types.is_scalable(t):
             self.check_static(t)
-            return with_element_type(t, self.current_data_dtype())
+            return types.with_element_type(t, self.current_data_dtype())
         return t
 
     def data_type_of(self, old: ir.Value) -> ir.Type:
         """The data type of the original value ``old`` in the rewritten program."""
-        if is_scalable_type(old.type):
-            self.check_static(old.type)
-            return with_element_type(old.type, self.state.dtype_of(old))
-        return old.type
+        t = old.type
+        if is_scalable_type(t):
+            self.check_static(t)
+            return self.state.types.with_element_type(t, self.state.dtype_of(old))
+        return t
 
     def check_static(self, t: ir.Type) -> None:
-        if isinstance(t, ir.RankedTensorType) and not t.has_static_shape:
+        if type(t) is ir.RankedTensorType and not t.has_static_shape:
             raise RewriteError(
                 f"{short_location(self.emit.loc)}: dynamic shapes are not supported ({t})")
 
-    @staticmethod
-    def exponent_type() -> ir.Type:
-        return scalar_type(ir.IntegerType.get_signless(32))
+    def exponent_type(self) -> ir.Type:
+        return self.state.types.scalar_i32
 
     # ----- dynamic rescaling ------------------------------------------------------------
     def rescale(self, value: Scaled, how: str) -> Scaled:
@@ -423,7 +473,7 @@ class Scope:
         """
         method, _, rounding = how.partition(":")
         emit = self.emit
-        f32 = ir.F32Type.get()
+        f32 = self.state.types.f32
         wide = emit.convert(value.data, f32)
         scalar = scalar_type(f32)
         if method == "rms":
@@ -449,9 +499,10 @@ class Scope:
             emit.compare("LE", rounded, emit.splat(2.0 ** 126, scalar))], [i1]).result
         exponent = emit.op("stablehlo.select", [usable, emit.exponent_of_pow2(rounded),
                                                 emit.int_scalar(0)],
-                           [scalar_type(ir.IntegerType.get_signless(32))]).result
-        inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", exponent))
-        data = emit.convert(emit.times_factor(wide, inverse), element_type(value.data))
+                           [self.state.types.scalar_i32]).result
+        inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", exponent,
+                                                   self.state.types.scalar_i32))
+        data = emit.convert(emit.times_factor(wide, inverse), value.data_element())
         self.state.context.bump("scalify.rescaled")
         return Scaled(data, value.scale.times(Scale.dynamic(exponent)))
 
@@ -472,35 +523,54 @@ class Scope:
         return None
 
     def rewrite_op(self, op: ir.Operation) -> None:
-        saved = self.state.current_dtype
-        self.state.current_dtype = self.state.op_dtype(op)
+        state = self.state
+        saved = state.current_dtype
+        results = list(op.results)  # read once: each access makes new binding objects
+        wide = state.wide_dtype is not None
+        state.current_dtype = (state.wide_dtype if wide and op in state.wide_ops
+                               else state.data_dtype)  # state.op_dtype(op), inlined
         try:
-            self._rewrite_op(op)
-            if self.state.wide_dtype is not None:
-                self._retype_results(op)
+            self._rewrite_op(op, results)
+            if wide:
+                self._retype_results(results)
         finally:
-            self.state.current_dtype = saved
+            state.current_dtype = saved
 
-    def _retype_results(self, op: ir.Operation) -> None:
+    def _retype_results(self, results: Sequence[ir.Value]) -> None:
         """Results go on in their own data type (a narrow sqrt of a wide square). Narrowing
         rescales first (amax): the wide value's static scale says nothing about where its
         data sits in f16's range (sqrt of a zero-initialized second moment at scale 1)."""
-        for result in op.results:
+        state = self.state
+        for result in results:
             found = self.values.get(result)
             if isinstance(found, Scaled):
-                target = self.state.dtype_of(result)
-                if element_type(found.data) != target:
+                target = state.wide_dtype if result in state.wide else state.data_dtype
+                if found.data_element() != target:
                     if not found.any_scale and target == self.state.data_dtype:
                         found = self.rescale(found, "amax:nearest")
                     self.set(result, Scaled(self.emit.convert(found.data, target), found.scale,
                                             found.any_scale))
 
-    def _rewrite_op(self, op: ir.Operation) -> None:
+    def results_of(self, op: ir.Operation) -> tuple[list[ir.Value], list[ir.Type]]:
+        """``op``'s results and their types; for the op being rewritten, as ``_rewrite_op``
+        read them (each read makes new binding objects, and rules ask more than once)."""
+        if op is self._op:
+            return self._results, self._result_types
+        results = list(op.results)
+        return results, [r.type for r in results]
+
+    def _rewrite_op(self, op: ir.Operation, results: list[ir.Value]) -> None:
         self.emit = self.emit.at(op.location)
-        for result in op.results:
-            self.check_static(result.type)
-        touches_floats = any(isinstance(self.lookup(v), Scaled) for v in op.operands) or any(
-            is_scalable_type(r.type) for r in op.results)
+        touches_floats = False
+        types = [result.type for result in results]
+        is_scalable = self.state.types.is_scalable
+        for t in types:
+            if type(t) is ir.RankedTensorType and not t.has_static_shape:
+                self.check_static(t)  # raises
+            touches_floats = touches_floats or is_scalable(t)
+        self._op, self._results, self._result_types = op, results, types
+        if not touches_floats:
+            touches_floats = any(isinstance(self.lookup(v), Scaled) for v in op.operands)
         if not touches_floats:  # integers, booleans, tokens, complex, f64: cloned as they are
             self.state.clone(self, op)
             return
@@ -513,7 +583,8 @@ class Scope:
 
     def child(self, block: ir.Block) -> Scope:
         child = Scope(self.state, block, self)
-        child.emit = Emitter(ir.InsertionPoint(block), self.emit.loc, constants={})
+        child.emit = Emitter(ir.InsertionPoint(block), self.emit.loc, constants={},
+                             types=self.state.types)
         return child
 
     # ----- flattening (data, scale) pairs for signatures, loops and branches --------
@@ -556,8 +627,8 @@ class Scope:
                 position += 1
 
 
-def _fold(emit: Emitter, name: str, values: Sequence[ir.Value]) -> ir.Value:
-    result = values[0]
-    for value in values[1:]:
-        result = emit.binary(name, result, value)
+def _fold(emit: Emitter, name: str, exponents: Sequence[ir.Value]) -> ir.Value:
+    result = exponents[0]
+    for value in exponents[1:]:
+        result = emit.binary(name, result, value, emit.types.scalar_i32)
     return result

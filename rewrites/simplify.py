@@ -16,6 +16,7 @@ from scalify_hlo.rewrites.emitter import (
     ops_named,
     splat_constant_value,
 )
+from scalify_hlo.rewrites.inline import may_have_dead_symbols
 from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
@@ -156,7 +157,8 @@ def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> No
     context.bump("simplify.identities-dropped", drop_identities(module, candidates))
     context.bump("simplify.factors-sunk", sink_scale_factors(module, candidates))
     context.bump("simplify.transposes-moved", transpose_before_scaling(module, transposes))
-    run_mlir_pipeline(module, "canonicalize,cse,symbol-dce")
+    run_mlir_pipeline(module, "canonicalize,cse,symbol-dce" if may_have_dead_symbols(module)
+                      else "canonicalize,cse")  # symbol-dce could remove nothing: skipped
     if has_loops:  # after CSE, so that equal scale values in a loop are hoisted once
         hoisted = hoist_loop_scales(module)
         context.bump("simplify.loop-scales-hoisted", hoisted)

@@ -23,6 +23,7 @@ from scalify_hlo.rewrites.emitter import (
     defining_op,
     is_ranked_tensor,
     is_scalable_type,
+    ops_named,
     splat_scalar,
 )
 
@@ -46,30 +47,49 @@ _SOME_OPERANDS = {
 
 
 class _UnionFind:
+    """Classes of float values, over integer ids: ``find`` runs tens of thousands of times
+    on a large step, and comparing ints is far cheaper than comparing ``ir.Value`` handles.
+    Non-float values get no id (they never join a class)."""
+
     def __init__(self) -> None:
-        self.parent: dict[ir.Value, ir.Value] = {}
+        self.ids: dict[ir.Value, int] = {}  # -1: not a float
+        self.values: list[ir.Value] = []
+        self.parent: list[int] = []
+        self.floats: dict[ir.Type, bool] = {}  # is_scalable_type per type, read once
 
-    def find(self, value: ir.Value) -> ir.Value:
-        root = value
-        while self.parent.get(root, root) != root:
-            root = self.parent[root]
-        while self.parent.get(value, value) != root:  # path compression
-            self.parent[value], value = root, self.parent[value]
-        return root
+    def id_of(self, value: ir.Value) -> int:
+        found = self.ids.get(value)
+        if found is None:
+            found = -1
+            t = value.type
+            is_float = self.floats.get(t)
+            if is_float is None:
+                is_float = self.floats[t] = is_scalable_type(t)
+            if is_float:
+                found = len(self.parent)
+                self.parent.append(found)
+                self.values.append(value)
+            self.ids[value] = found
+        return found
 
-    def union(self, a: ir.Value, b: ir.Value) -> None:
+    def find(self, node: int) -> int:
+        parent = self.parent
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]  # path halving
+            node = parent[node]
+        return node
+
+    def union(self, a: int, b: int) -> None:
         ra, rb = self.find(a), self.find(b)
         if ra != rb:
             self.parent[ra] = rb
 
 
-def _is_float(value: ir.Value) -> bool:
-    return is_scalable_type(value.type)
-
-
 def _scalar_like(value: ir.Value) -> bool:
     """A rank-0 value, a splat constant, or a broadcast of a rank-0 value."""
-    if is_ranked_tensor(value.type) and ir.RankedTensorType(value.type).rank == 0:
+    t = value.type
+    if is_ranked_tensor(t) and (t if type(t) is ir.RankedTensorType
+                                else ir.RankedTensorType(t)).rank == 0:
         return True
     op = defining_op(value)
     if op is None:
@@ -81,23 +101,32 @@ def _scalar_like(value: ir.Value) -> bool:
     return False
 
 
+_VISITED = ("stablehlo.multiply", "stablehlo.divide", *_SAME_RANGE, *_SOME_OPERANDS,
+            "stablehlo.optimization_barrier", "stablehlo.while", "stablehlo.case",
+            "stablehlo.if")
+
+
 def square_values(func: ir.Operation) -> set[ir.Value]:
-    """The float values of ``func`` (its body and nested regions) in a class with a square."""
+    """The float values of ``func`` (its body and nested regions) in a class with a square.
+
+    Only the ops that square or join values are visited (found by ``ops_named``, which
+    leaves the rest of the walk in C++), and only values they touch are looked at: a value
+    that no op joins is in a wide class only if it is a square itself. The classes do not
+    depend on the order of the unions, so neither does the result.
+    """
     sets = _UnionFind()
     seeds: list[ir.Value] = []
-    floats: list[ir.Value] = []
 
     def join(a: ir.Value, b: ir.Value) -> None:
-        if _is_float(a) and _is_float(b):
-            sets.union(a, b)
+        ia = sets.id_of(a)
+        if ia >= 0:
+            ib = sets.id_of(b)
+            if ib >= 0:
+                sets.union(ia, ib)
 
-    def visit(op: ir.Operation) -> ir.WalkResult:
+    for op in ops_named(func, *_VISITED):
         name = op.name
         operands, results = list(op.operands), list(op.results)
-        floats.extend(r for r in results if _is_float(r))
-        for region in op.regions:  # loop carries, branch and reducer arguments
-            for block in region.blocks:
-                floats.extend(a for a in block.arguments if _is_float(a))
         if name == "stablehlo.multiply" and len(operands) == 2:
             if operands[0] == operands[1]:
                 seeds.append(results[0])
@@ -130,11 +159,9 @@ def square_values(func: ir.Operation) -> set[ir.Value]:
                 returned = _terminator(region.blocks[0])
                 for result, value in zip(results, returned.operands, strict=True):
                     join(result, value)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)  # visits func itself too: its arguments are collected with the rest
-    wide_roots = {sets.find(seed) for seed in seeds}
-    return {value for value in floats if sets.find(value) in wide_roots}
+    seed_ids = [i for i in (sets.id_of(seed) for seed in seeds) if i >= 0]
+    wide_roots = {sets.find(i) for i in seed_ids}
+    return {value for i, value in enumerate(sets.values) if sets.find(i) in wide_roots}
 
 
 def _terminator(block: ir.Block) -> ir.Operation:

@@ -7,6 +7,7 @@ entered (an unmatched ``__enter__`` aborts the interpreter at exit).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import os
@@ -263,15 +264,17 @@ def split_input(text: str) -> list[SourceChunk]:
 
 def count_ops(module: ir.Module) -> dict[str, int]:
     """Operation counts by name over the whole module, the module op itself excluded."""
-    counts: dict[str, int] = {}
+    names: list[str] = []
+    record = names.append
+    advance = ir.WalkResult.ADVANCE
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        name = op.name
-        if name != "builtin.module":
-            counts[name] = counts.get(name, 0) + 1
-        return ir.WalkResult.ADVANCE
+        record(op.name)  # as little Python per op as the walk allows; counted in C below
+        return advance
 
     module.operation.walk(visit)
+    counts = collections.Counter(names)
+    counts.pop("builtin.module", None)
     return dict(sorted(counts.items()))
 
 

@@ -23,14 +23,18 @@ MAX_EXPONENT = 127
 _FACTOR_IDS = itertools.count()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Factor:
     """A runtime scale, ordered by creation so that emitted IR is deterministic: a rank-0 i32
-    exponent, or (``is_f32``) a rank-0 f32 power of two as the entry function receives it."""
+    exponent, or (``is_f32``) a rank-0 f32 power of two as the entry function receives it.
+
+    Each factor is made once (``Scale.dynamic``) with a fresh ``ident``, so identity is
+    equality: the object's own hash and eq, which cost no Python call (scales, keyed by their
+    factors, are looked up for nearly every op a rewrite emits)."""
 
     ident: int
-    value: object = field(compare=False, hash=False)
-    is_f32: bool = field(default=False, compare=False, hash=False)
+    value: object
+    is_f32: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,21 @@ class Scale:
     # takes no part in equality; materializing follows it so that each distinct scale costs
     # one runtime op on top of its (cached) parts instead of a chain over every factor.
     recipe: tuple | None = field(default=None, compare=False, hash=False, repr=False)
+
+    def __init__(self, exp: int = 0, factors: tuple[tuple[Factor, int], ...] = (),
+                 recipe: tuple | None = None) -> None:
+        # The generated frozen __init__ sets each field through object.__setattr__: twice
+        # the cost, for an object made for nearly every op a rewrite emits.
+        fields = self.__dict__
+        fields["exp"] = exp
+        fields["factors"] = factors
+        fields["recipe"] = recipe
+        fields["_hash"] = hash((exp, factors))
+
+    def __hash__(self) -> int:
+        """Hashed once, when made: scales key the per-block caches of materialized exponents
+        and factors, and a generated hash rehashes every factor on each lookup."""
+        return self._hash  # type: ignore[attr-defined]
 
     @property
     def is_static(self) -> bool:
@@ -84,9 +103,16 @@ class Scale:
         return self.factors == other.factors
 
 
+ONE = Scale()  # the static scale 1 (scales are immutable: one object serves every use)
+
+
 def _merge(
     left: tuple[tuple[Factor, int], ...], right: tuple[tuple[Factor, int], ...], sign: int
 ) -> tuple[tuple[Factor, int], ...]:
+    if not right:
+        return left
+    if not left and sign == 1:
+        return right
     powers: dict[Factor, int] = {}
     for factor, power in left:
         powers[factor] = powers.get(factor, 0) + power
