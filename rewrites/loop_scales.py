@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import attributes_of, ops_named
+from scalify_hlo.rewrites.emitter import Emitter, attributes_of, ops_named, scalar_type
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
 # Scalars per packed vector: XLA:CPU fuses a concatenate of up to about 8 scalars into one
@@ -39,13 +39,6 @@ _HOISTABLE = frozenset({
 def _is_scalar(value: ir.Value) -> bool:
     value_type = value.type
     return isinstance(value_type, ir.RankedTensorType) and not value_type.shape
-
-
-def _depth(op: ir.Operation) -> int:
-    depth, parent = 0, op.parent
-    while parent is not None:
-        depth, parent = depth + 1, parent.parent
-    return depth
 
 
 def _packed_type(value_type: ir.Type) -> ir.Type:
@@ -152,25 +145,24 @@ class _LoopHoist:
         groups: dict[Any, list[int]] = {}
         for position, value in enumerate(values):
             groups.setdefault(str(_packed_type(value.type)), []).append(position)
-        ip = ir.InsertionPoint(self.loop)
-        loc = self.loop.location
+        emit = Emitter(ir.InsertionPoint(self.loop), self.loop.location)
         packs = []
         for positions in groups.values():
             for start in range(0, len(positions), PACK):
                 chunk = positions[start:start + PACK]
                 element = _packed_type(values[chunk[0]].type)
-                parts = [_as_vector_of_one(values[p], element, ip, loc) for p in chunk]
-                vector = parts[0] if len(parts) == 1 else ir.Operation.create(
-                    "stablehlo.concatenate",
-                    results=[ir.RankedTensorType.get([len(chunk)], element)], operands=parts,
-                    attributes={"dimension": ir.IntegerAttr.get(
-                        ir.IntegerType.get_signless(64), 0)}, loc=loc, ip=ip).results[0]
+                parts = [emit.unary("stablehlo.reshape", _retyped(emit, values[p], element),
+                                    ir.RankedTensorType.get([1], element)) for p in chunk]
+                vector = parts[0] if len(parts) == 1 else emit.op(
+                    "stablehlo.concatenate", parts,
+                    [ir.RankedTensorType.get([len(chunk)], element)],
+                    {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)},
+                ).result
                 packs.append((vector, chunk))
         # Behind a barrier: XLA's while canonicalization turns invariant operands into
         # captures and would then fold each slice of a concatenate back to its scalar.
-        vectors = ir.Operation.create(
-            "stablehlo.optimization_barrier", results=[v.type for v, _ in packs],
-            operands=[v for v, _ in packs], loc=loc, ip=ip).results
+        vectors = emit.op("stablehlo.optimization_barrier", [v for v, _ in packs],
+                          [v.type for v, _ in packs]).results
         return [(vector, chunk) for vector, (_, chunk) in zip(vectors, packs, strict=True)]
 
     def _widened_loop(self, vectors: list[ir.Value]) -> ir.Operation:
@@ -195,11 +187,10 @@ class _LoopHoist:
         # algebraic simplifier merges a slice with constant factors of the body (a mean's
         # 1/n), and its loop-invariant code motion would hoist each such product out of
         # the loop as a kernel of its own.
-        carried = list(ir.Operation.create("stablehlo.optimization_barrier", results=types,
-                                           operands=carried, loc=loop.location,
-                                           ip=ip).results)
-        ir.Operation.create("stablehlo.return", operands=list(terminator.operands) + carried,
-                            loc=terminator.location, ip=ip)
+        carried = list(Emitter(ip, loop.location).op("stablehlo.optimization_barrier",
+                                                      carried, types).results)
+        Emitter(ip, terminator.location).op("stablehlo.return",
+                                            list(terminator.operands) + carried, [])
         terminator.erase()
         for old, value in zip(loop.results, new.results, strict=False):
             old.replace_all_uses_with(value)
@@ -212,47 +203,37 @@ class _LoopHoist:
         """The packed values (``distinct``, outside the loop) taken back at the start of the
         body, each by a static slice of its vector (the body argument in ``arguments`` that
         carries it)."""
-        ip = ir.InsertionPoint.at_block_begin(arguments[0].owner)
+        emit = Emitter(ir.InsertionPoint.at_block_begin(arguments[0].owner),
+                       arguments[0].owner.owner.location)  # the loop's
         taken: list[ir.Value] = list(distinct)
         for argument, (_, positions) in zip(arguments, packs, strict=True):
             element = argument.type.element_type
-            loc = argument.owner.owner.location  # the loop's
             for index, position in enumerate(positions):
-                one = ir.Operation.create(
-                    "stablehlo.slice", results=[ir.RankedTensorType.get([1], element)],
-                    operands=[argument], attributes={
-                        "start_indices": ir.DenseI64ArrayAttr.get([index]),
-                        "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
-                        "strides": ir.DenseI64ArrayAttr.get([1])},
-                    loc=loc, ip=ip).results[0]
-                scalar = ir.Operation.create(
-                    "stablehlo.reshape", results=[ir.RankedTensorType.get([], element)],
-                    operands=[one], loc=loc, ip=ip).results[0]
-                wanted = distinct[position].type
-                if scalar.type != wanted:
-                    scalar = ir.Operation.create("stablehlo.bitcast_convert", results=[wanted],
-                                                 operands=[scalar], loc=loc, ip=ip).results[0]
-                taken[position] = scalar
+                one = emit.op("stablehlo.slice", [argument],
+                              [ir.RankedTensorType.get([1], element)], {
+                                  "start_indices": ir.DenseI64ArrayAttr.get([index]),
+                                  "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
+                                  "strides": ir.DenseI64ArrayAttr.get([1])}).result
+                scalar = emit.unary("stablehlo.reshape", one, scalar_type(element))
+                taken[position] = _retyped(emit, scalar, distinct[position].type.element_type)
         return taken
 
 
-def _as_vector_of_one(value: ir.Value, element: ir.Type, ip: ir.InsertionPoint,
-                      loc: ir.Location) -> ir.Value:
-    scalar_type = ir.RankedTensorType.get([], element)
-    if value.type != scalar_type:
-        value = ir.Operation.create("stablehlo.bitcast_convert", results=[scalar_type],
-                                    operands=[value], loc=loc, ip=ip).results[0]
-    return ir.Operation.create("stablehlo.reshape",
-                               results=[ir.RankedTensorType.get([1], element)],
-                               operands=[value], loc=loc, ip=ip).results[0]
+def _retyped(emit: Emitter, scalar: ir.Value, element: ir.Type) -> ir.Value:
+    """``scalar`` as a scalar of ``element``, its bits unchanged (i32 exponents travel as
+    f32 bits and come back as i32)."""
+    wanted = scalar_type(element)
+    if scalar.type == wanted:
+        return scalar
+    return emit.unary("stablehlo.bitcast_convert", scalar, wanted)
 
 
 def hoist_loop_scales(module: ir.Module) -> int:
     """Hoist the invariant scalar arithmetic of every while body; returns the ops hoisted.
-    Inner loops first, so that what leaves an inner loop can leave the outer one too."""
-    loops = ops_named(module.operation, "stablehlo.while")
-    loops.sort(key=_depth, reverse=True)
-    return sum(_LoopHoist(loop).run() for loop in loops)
+    Inner loops first (``ops_named`` walks in post-order), so that what leaves an inner loop
+    can leave the outer one too."""
+    return sum(_LoopHoist(loop).run() for loop in ops_named(module.operation,
+                                                             "stablehlo.while"))
 
 
 def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
