@@ -254,7 +254,7 @@ def measure(batch: int, sizes: tuple[int, ...], args: argparse.Namespace) -> dic
     flat_state, banks, layout = step._flatten(state)
     outputs, vector = step._program(layout)(flat_state, banks)
     python_us = (per_call_us(lambda: step._flatten(state)) + per_call_us(
-        lambda: step._out_tree.unflatten(step._in_bank(outputs, vector))))
+        lambda: step._out_tree.unflatten(step._in_bank(list(outputs), vector))))
     return {
         "model": f"mlp b{batch} {'-'.join(map(str, sizes))}", "batch": batch,
         "sizes": list(sizes), "calls_per_block": n, "compile_scaled_s": compile_s,

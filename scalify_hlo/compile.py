@@ -176,9 +176,7 @@ class ScaledStep:
         program = self._programs.get(layout) or self._program(layout)
         outputs, vector = program(flat, banks)
         if vector is not None:  # the program's own list: filled in place
-            bank, make = ScaleBank(vector), _banked
-            for index, position in self._out_slots:
-                outputs[index] = make(outputs[index], bank, position)
+            self._in_bank(outputs, vector)
         return self._out_tree.unflatten(outputs)
 
     def lower(self, *args: Any) -> Any:
@@ -194,12 +192,12 @@ class ScaledStep:
         return program
 
     def _in_bank(self, values: list[Any], vector: jax.Array) -> list[Any]:
-        """``values`` with each scaled one a ScaledArray whose scale is its element of
-        ``vector`` (a new list; ``__call__`` does the same in place)."""
-        bank, leaves = ScaleBank(vector), list(values)
+        """``values``, changed in place: each scaled output a ScaledArray whose scale is its
+        element of ``vector``."""
+        bank, make = ScaleBank(vector), _banked
         for index, position in self._out_slots:
-            leaves[index] = _banked(values[index], bank, position)
-        return leaves
+            values[index] = make(values[index], bank, position)
+        return values
 
     def _flatten(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any], tuple[int, ...]]:
         """Leaves of ``args``, the vectors of the distinct banks among them, and the layout:
