@@ -7,6 +7,8 @@ import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from jax.extend.mlir import ir
+
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.rewrites import (
@@ -18,6 +20,7 @@ from scalify_hlo.rewrites import (
 )
 
 DumpHook = Callable[[str, str], None]
+InspectHook = Callable[[ir.Module], None]
 
 
 @dataclass
@@ -59,11 +62,15 @@ def rewrite_module_source(
     emit: hlo_ir.EmitFormat = hlo_ir.EmitFormat.TEXT,
     debug_info: bool = False,
     dump_after_pass: DumpHook | None = None,
+    inspect: InspectHook | None = None,
 ) -> ChunkResult:
     """Parse, verify, run the pipeline and serialize one module.
 
     The module is verified once after parsing and after each pass (``run_pipeline``), so it
-    is not verified again, and the printer may assume it valid.
+    is not verified again, and the printer may assume it valid. ``inspect`` is called with
+    the rewritten module before it is written: a caller that needs facts about it (its
+    signature, which results share a value) reads them there instead of parsing the output
+    again, a second parse and verify of a module several times the size of the input.
 
     User errors come back in ``ChunkResult.error`` rather than raised, so that a multi-chunk
     input can report one chunk's failure and still process the others.
@@ -81,6 +88,8 @@ def rewrite_module_source(
 
             run_pipeline(module, invocations, result.context, after)
             result.ops_after = hlo_ir.count_ops(module)
+            if inspect is not None:
+                inspect(module)
             result.output = hlo_ir.write_module(module, emit, debug_info, verified=True)
         except ScalifyError as exc:
             result.error = hlo_ir.relocate(str(exc), filename, line_offset)

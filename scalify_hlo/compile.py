@@ -20,13 +20,12 @@ from jax.extend import mlir as jax_mlir
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
-from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import Policy
 from scalify_hlo.scaled_array import ScaleBank, ScaledArray, as_scaled, is_scaled_leaf
 from scalify_hlo.scaled_array import banked as _banked
-from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
+from scalify_hlo.signature import ELEMENT_DTYPES, EntrySignature, signature_of
 from scalify_hlo.symbols import entry_function
 
 # Where an argument's scale comes from (ScaledStep._flatten).
@@ -139,21 +138,28 @@ class ScaledStep:
         def keep(name: str, text: str) -> None:
             self.stages[name] = text
 
+        signature: list[EntrySignature] = []
+        # Per scaled output, the first scaled output that returns the same scale value.
+        self._first_same_scale: list[int] = []
+
+        def inspect(module: ir.Module) -> None:
+            signature.append(signature_of(module))
+            self._first_same_scale = _first_same_scale(module, self._out_specs)
+
         result = rewrite_module_source(self.stages["exported"], pipeline, debug_info=True,
-                                       dump_after_pass=keep)
+                                       dump_after_pass=keep, inspect=inspect)
         if result.error is not None or result.output is None:
             raise ScalifyError(f"cannot rewrite the step: {result.error}")
         self.text = result.output.decode()
         self._report = Report(result.ops_before, result.ops_after, dict(result.context.stats),
                               list(result.context.warnings))
-        self.exported = _scaled_exported(original, self.text, self._in_specs, self._out_specs)
+        self.exported = _scaled_exported(original, self.text, signature[0], self._in_specs,
+                                         self._out_specs)
         self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
         self._out_scaled = [spec.scaled for spec in self._out_specs]
         # (output index, its index in the bank) of every scaled output, in order.
         self._out_slots = [(index, position) for position, index in
                            enumerate(i for i, scaled in enumerate(self._out_scaled) if scaled)]
-        # Per scaled output, the first scaled output that returns the same scale value.
-        self._first_same_scale = _first_same_scale(self.text, self._out_specs)
         # Where scale_args puts each argument's scale in its bank: at the index of the output
         # with the same path and shape (the state a training step returns), so that the
         # first call and the steady state of a loop take their scales from the same places
@@ -361,20 +367,18 @@ class ScaledStep:
         raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
 
 
-def _first_same_scale(text: str, out_specs: list[LeafSpec]) -> list[int]:
+def _first_same_scale(module: ir.Module, out_specs: list[LeafSpec]) -> list[int]:
     """Per scaled output of the rewritten module, the index (among scaled outputs) of the
     first one that returns the same SSA value as its scale."""
     firsts: list[int] = []
-    with hlo_ir.ir_context():
-        module = hlo_ir.parse_module(text)  # kept alive while its values are compared
-        block = entry_function(module).regions[0].blocks[0]
-        returned = list(block.operations[len(block.operations) - 1].operands)
-        first_of: dict[ir.Value, int] = {}  # values hash and compare by identity
-        position = 0
-        for spec in out_specs:
-            if spec.scaled:
-                firsts.append(first_of.setdefault(returned[position + 1], len(firsts)))
-            position += 2 if spec.scaled else 1
+    block = entry_function(module).regions[0].blocks[0]
+    returned = list(block.operations[len(block.operations) - 1].operands)
+    first_of: dict[ir.Value, int] = {}  # values hash and compare by identity
+    position = 0
+    for spec in out_specs:
+        if spec.scaled:
+            firsts.append(first_of.setdefault(returned[position + 1], len(firsts)))
+        position += 2 if spec.scaled else 1
     return firsts
 
 
@@ -427,10 +431,10 @@ def _flat_tree(count: int) -> Any:
     return jax.tree.structure((tuple(range(count)), {}))
 
 
-def _scaled_exported(original: jax_export.Exported, text: str, in_specs: list[LeafSpec],
-                     out_specs: list[LeafSpec]) -> jax_export.Exported:
-    """An ``Exported`` for the rewritten module: flat (data, scale) avals and shardings."""
-    signature = entry_signature(text)
+def _scaled_exported(original: jax_export.Exported, text: str, signature: EntrySignature,
+                     in_specs: list[LeafSpec], out_specs: list[LeafSpec]) -> jax_export.Exported:
+    """An ``Exported`` for the rewritten module (``text``, whose entry signature is
+    ``signature``): flat (data, scale) avals and shardings."""
     in_avals = tuple(jax.core.ShapedArray(s.shape, ELEMENT_DTYPES[s.element])
                      for s in signature.inputs)
     out_avals = tuple(jax.core.ShapedArray(s.shape, ELEMENT_DTYPES[s.element])

@@ -63,11 +63,15 @@ def _spec(t: ir.Type) -> TensorSpec:
 def entry_signature(source: str | bytes, filename: str = "-") -> EntrySignature:
     """The argument and result types of a module's entry function."""
     with hlo_ir.ir_context():
-        module = hlo_ir.parse_module(source, filename)
-        func = entry_function(module)
-        function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-        return EntrySignature(tuple(_spec(t) for t in function_type.inputs),
-                              tuple(_spec(t) for t in function_type.results))
+        return signature_of(hlo_ir.parse_module(source, filename))
+
+
+def signature_of(module: ir.Module) -> EntrySignature:
+    """``entry_signature`` of a module already in memory (no second parse of its text)."""
+    func = entry_function(module)
+    function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    return EntrySignature(tuple(_spec(t) for t in function_type.inputs),
+                          tuple(_spec(t) for t in function_type.results))
 
 
 def pow2_scale_of(x: np.ndarray, data_dtype: np.dtype | None = None) -> np.float32:

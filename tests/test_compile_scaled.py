@@ -30,8 +30,10 @@ from scalify_hlo import (
     scale_tree,
     unscale_tree,
 )
+from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.scaled_array import ZERO_SCALE, is_scaled_leaf
+from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testdata"))
 import models  # noqa: E402
@@ -263,6 +265,41 @@ def test_outputs_that_share_one_scale_value() -> None:
     step = compile_scaled(lambda x: (x * 2.0, x * 2.0, jnp.sum(x)), x, policy=F32)
     assert step._first_same_scale == [0, 0, 0]  # f32 data: all keep x's scale
     assert_tree_close(unscale_tree(step(*step.scale_args(x))), (x * 2.0, x * 2.0, jnp.sum(x)))
+
+
+def test_facts_read_from_the_rewritten_module_match_its_text(transformer: Case) -> None:
+    """ScaledStep reads the signature and the shared scales off the module in memory (the
+    ``inspect`` hook), not from a second parse of its text: both must agree with the text."""
+    step = transformer.step
+    signature = entry_signature(step.text)
+    assert [(tuple(a.shape), np.dtype(a.dtype)) for a in step.exported.in_avals] == [
+        (s.shape, ELEMENT_DTYPES[s.element]) for s in signature.inputs]
+    assert [(tuple(a.shape), np.dtype(a.dtype)) for a in step.exported.out_avals] == [
+        (s.shape, ELEMENT_DTYPES[s.element]) for s in signature.results]
+    returned = re.findall(r"return (.*?) :", step.text)[-1].split(", ")
+    position, names = 0, []  # the SSA name each scaled output returns as its scale
+    for spec in step._out_specs:
+        if spec.scaled:
+            names.append(returned[position + 1])
+        position += 2 if spec.scaled else 1
+    assert len(set(names)) < len(names)  # some outputs share a scale value
+    assert step._first_same_scale == [names.index(name) for name in names]
+
+
+def test_the_inspect_hook_sees_the_rewritten_module_once() -> None:
+    text = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n" \
+           "  %0 = stablehlo.add %a, %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n"
+    seen: list[int] = []
+    result = rewrite_module_source(text, "scalify{data-dtype=f32},simplify",
+                                   inspect=lambda module: seen.append(
+                                       len(module.body.operations[0].arguments)))
+    assert result.error is None and seen == [2]  # (data, scale): after the pipeline
+
+    def refuse(module: object) -> None:
+        raise ScalifyError("not this module")
+
+    refused = rewrite_module_source(text, "scalify", inspect=refuse)
+    assert refused.output is None and refused.error == "not this module"
 
 
 def test_scales_of_a_bank_are_rank0_f32_arrays(mlp: Case) -> None:
