@@ -14,16 +14,21 @@ Steps, for a GPT-style decoder step from ``testdata/models.py`` (default: GPT-2-
    operands in the rewritten module, by format pair;
 3. on a GPU with compute capability >= 8.9 (Ada, Hopper and later): compile the rewritten
    module, count FP8 cuBLASLt calls in the compiled HLO, keep a few of those lines, and time
-   the step (median after warm-up, ``block_until_ready``) against two baselines: the same
-   step under ``jax.jit`` in f32, and under ``jax.jit`` with every float leaf of the
-   parameters and Adam state cast to bf16 (JAX's type promotion keeps the few ops that meet
-   an f32 constant in f32; that is what a user gets by casting);
+   the step (``block_until_ready``; interleaved rounds, ratios paired per round) against two
+   baselines under ``jax.jit``: the same step in f32, and its bf16 mixed-precision form
+   (f32 parameters and Adam state, forward and backward on parameters cast to bf16, so that
+   every dot runs in bf16; casting the parameters and state themselves leaves most backward
+   dots in f32, through the f32 one-hot targets, which would flatter FP8);
 4. without such a GPU: say so in the output and the JSON, and compile the rewritten module
    on XLA:CPU to show that it compiles (``--cpu-run`` also runs it once and compares the loss
    with the f32 step). XLA:CPU emulates FP8, so CPU timings say nothing about FP8 speed.
 
-Results go to ``docs/results/fp8_gpu.json`` (``--out`` to change). Smoke test:
-``python benchmarks/fp8_gpu.py --layers 1 --d-model 64 --heads 4 --context 32 --batch 2``.
+Targets (on the GPU): every FP8 dot of the module a ``__cublas$lt$matmul$f8`` call, and the
+step at least 1.3x faster than the bf16 mixed-precision step (paired median over rounds).
+
+Results go to ``docs/results/fp8_gpu.json`` (``--out`` to change) and the "FP8 on a GPU"
+section of ``docs/benchmarks.md`` (``--no-doc`` to leave it). Smoke test:
+``python benchmarks/fp8_gpu.py --layers 1 --d-model 64 --heads 4 --context 32 --batch 2 --no-doc``.
 """
 
 from __future__ import annotations
@@ -42,10 +47,14 @@ from common import (
     RESULTS,
     environment,
     format_table,
+    interleaved,
     load_models,
-    time_calls,
+    markdown_table,
+    paired_ratio,
+    publish,
+    summary,
     timed,
-    write_json,
+    verdict,
 )
 from jax.extend.mlir import ir
 
@@ -61,6 +70,8 @@ from scalify_hlo.signature import (
     split_inputs,
 )
 
+SECTION = "FP8 on a GPU"
+MIN_SPEEDUP_VS_BF16 = 1.3
 F8_GEMM = "__cublas$lt$matmul$f8"
 OTHER_GEMMS = ("__cublas$lt$matmul", "__cublas$gemm")
 MIN_CAPABILITY = (8, 9)
@@ -75,11 +86,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--context", type=int, default=256, help="sequence length (%(default)s)")
     parser.add_argument("--batch", type=int, default=8, help="batch size (%(default)s)")
     parser.add_argument("--vocab", type=int, default=256, help="vocabulary (%(default)s)")
-    parser.add_argument("--repeats", type=int, default=20, help="timed steps (%(default)s)")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed steps (%(default)s)")
+    parser.add_argument("--repeats", type=int, default=20,
+                        help="timed rounds, each one step of every variant (%(default)s)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed rounds (%(default)s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS / "fp8_gpu.json",
                         help="JSON results (%(default)s)")
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     parser.add_argument("--no-cpu-compile", action="store_true",
                         help="without a suitable GPU, skip the XLA:CPU compile")
     parser.add_argument("--cpu-run", action="store_true",
@@ -154,17 +167,12 @@ def fp8_gpu_status() -> tuple[bool, str]:
     return True, f"GPU {device.device_kind}, compute capability {major}.{minor}"
 
 
-def to_bf16(tree: Any) -> Any:
-    """Float leaves cast to bf16; integer leaves (token ids, Adam's count) unchanged."""
-    return jax.tree.map(lambda x: x.astype(jnp.bfloat16)
-                        if jnp.issubdtype(x.dtype, jnp.floating) else x, tree)
-
-
 @dataclass
 class Step:
     """The exported step and everything needed to feed its rewritten form."""
 
     fn: Any
+    bf16_fn: Any  # the same step in bf16 mixed precision (same arguments)
     args: tuple[Any, ...]
     text: str
     rewritten: str
@@ -178,36 +186,50 @@ def scaled_inputs(step: Step) -> tuple[Any, list[np.ndarray]]:
 
 
 def run_gpu(step: Step, args: argparse.Namespace) -> dict[str, Any]:
+    """Compile the rewritten module on the GPU, count its FP8 cuBLASLt GEMMs, and time it
+    against ``jax.jit`` of the step in f32 and in bf16, interleaved (one step of each per
+    round, the order reversed every other round) so that every ratio is paired per round."""
     executable, compile_s = timed(lambda: compile_module(step.rewritten))
     gemms = gemm_calls(executable.hlo_modules()[0].to_string())
     signature, flat = scaled_inputs(step)
     device = executable.local_devices()[0]
     buffers = [jax.device_put(x, device) for x in flat]
-    fp8_timing = time_calls(lambda: jax.block_until_ready(executable.execute(buffers)),
-                            args.repeats, args.warmup)
     outputs = [np.asarray(x) for x in executable.execute(buffers)]
     fp8_loss = float(join_outputs(signature, outputs)[-1])
 
-    jitted = jax.jit(step.fn)
-    results: dict[str, Any] = {}
-    for name, call_args in (("jax_f32", step.args), ("jax_bf16", to_bf16(step.args))):
-        on_device = jax.device_put(call_args, device)
-        baseline_dots = dot_dtypes(jitted.lower(*on_device).as_text())
-        _, base_compile_s = timed(lambda a=on_device: jax.block_until_ready(jitted(*a)))
-        timing = time_calls(lambda a=on_device: jax.block_until_ready(jitted(*a)),
-                            args.repeats, args.warmup)
-        loss = float(jitted(*on_device)[-1])
-        results[name] = {"compile_s": base_compile_s, "timing": timing.as_dict(),
-                         "loss": loss, "dot_operand_types": baseline_dots}
+    calls = {"fp8": lambda: jax.block_until_ready(executable.execute(buffers))}
+    baselines: dict[str, Any] = {}
+    on_device = jax.device_put(step.args, device)
+    for name, fn in (("jax_f32", step.fn), ("jax_bf16", step.bf16_fn)):
+        jitted = jax.jit(fn)
+        _, base_compile_s = timed(lambda j=jitted: jax.block_until_ready(j(*on_device)))
+        baselines[name] = {"compile_s": base_compile_s,
+                           "loss": float(jitted(*on_device)[-1]),
+                           "dot_operand_types": dot_dtypes(jitted.lower(*on_device).as_text())}
+        calls[name] = lambda j=jitted: jax.block_until_ready(j(*on_device))
+    samples = interleaved(calls, args.repeats, warmup=args.warmup)
+    for name, base in baselines.items():
+        base["timing"] = summary(samples[name])
+        base["time_over_fp8"] = paired_ratio(samples[name], samples["fp8"])
     return {
         "run": True,
         "compile_s": compile_s,
         "gemms": gemms,
-        "fp8_step": {"timing": fp8_timing.as_dict(), "loss": fp8_loss},
-        "baselines": results,
-        "speedup_vs_bf16": results["jax_bf16"]["timing"]["median_s"] / fp8_timing.median_s,
-        "speedup_vs_f32": results["jax_f32"]["timing"]["median_s"] / fp8_timing.median_s,
+        "fp8_step": {"timing": summary(samples["fp8"]), "loss": fp8_loss},
+        "baselines": baselines,
+        "speedup_vs_bf16": baselines["jax_bf16"]["time_over_fp8"],
+        "speedup_vs_f32": baselines["jax_f32"]["time_over_fp8"],
     }
+
+
+def judge(result: dict[str, Any]) -> dict[str, bool | None]:
+    """The two targets; None where the GPU part did not run (nothing was measured)."""
+    gpu = result["gpu"]
+    if not gpu["run"]:
+        return {"every_fp8_dot_fused": None, "speedup_vs_bf16": None}
+    fp8_dots = result["fp8_dots"]["fp8"]
+    return {"every_fp8_dot_fused": fp8_dots > 0 and gpu["gemms"]["cublas_f8"] >= fp8_dots,
+            "speedup_vs_bf16": gpu["speedup_vs_bf16"] >= MIN_SPEEDUP_VS_BF16}
 
 
 def run_cpu(step: Step, args: argparse.Namespace) -> dict[str, Any]:
@@ -255,32 +277,98 @@ def print_report(result: dict[str, Any]) -> None:
     fp8 = gpu["fp8_step"]
     rows.append(["rewritten module (f16 data, FP8 dots)", f"{fp8['timing']['median_s']*1e3:.2f}",
                  f"{fp8['timing']['min_s']*1e3:.2f}", f"{fp8['loss']:.4f}", "1.00"])
-    labels = {"jax_f32": "jax.jit(step), f32 params and Adam state",
-              "jax_bf16": "jax.jit(step), params and Adam state cast to bf16"}
+    labels = {"jax_f32": "jax.jit(step), f32",
+              "jax_bf16": "jax.jit(step), bf16 mixed precision"}
     for name, base in gpu["baselines"].items():
         print(f"  {name} dot_general operand types: {base['dot_operand_types']}")
     for name, base in gpu["baselines"].items():
-        ratio = base["timing"]["median_s"] / fp8["timing"]["median_s"]
         rows.append([labels[name], f"{base['timing']['median_s']*1e3:.2f}",
                      f"{base['timing']['min_s']*1e3:.2f}", f"{base['loss']:.4f}",
-                     f"{ratio:.2f}"])
+                     f"{base['time_over_fp8']:.2f}"])
     print(format_table(["step", "median ms", "min ms", "loss", "time / FP8 time"], rows))
     for line in gemms["f8_sample_lines"]:
         print("  " + line[:200])
+    targets = result["targets"]
+    print(f"every FP8 dot a cuBLASLt FP8 GEMM ({gemms['cublas_f8']} calls, "
+          f"{result['fp8_dots']['fp8']} FP8 dots): {verdict(targets['every_fp8_dot_fused'])}")
+    print(f"at least {MIN_SPEEDUP_VS_BF16}x faster than bf16 ({gpu['speedup_vs_bf16']:.2f}x): "
+          f"{verdict(targets['speedup_vs_bf16'])}")
+
+
+STEP_ROWS = {"jax_f32": "`jax.jit(step)`, f32",
+             "jax_bf16": "`jax.jit(step)`, bf16 mixed precision (f32 parameters and Adam "
+                         "state, forward and backward in bf16)"}
+
+
+def doc_section(result: dict[str, Any]) -> str:
+    """The ``FP8 on a GPU`` section of docs/benchmarks.md, for a run with or without one."""
+    config, dots, gpu = result["config"], result["fp8_dots"], result["gpu"]
+    formats = ", ".join(f"{k}: {n}" for k, n in dots["by_formats"].items()) or "none"
+    lines = [
+        "`python benchmarks/fp8_gpu.py`. The GPT training step of `testdata/models.py` "
+        f"({config['layers']} layers, d_model {config['d_model']}, {config['heads']} heads, "
+        f"context {config['context']}, batch {config['batch']}, vocab {config['vocab']}; Adam), "
+        f"rewritten with `{result['pipeline']}` in {result['rewrite']['seconds']:.2f} s: "
+        f"{dots['fp8']} of its {dots['dot_general']} `dot_general`s take FP8 operands "
+        f"({formats}; counted in the rewritten module). On a GPU of compute capability 8.9 "
+        "or later the script compiles the rewritten module, counts the "
+        f"`{F8_GEMM}` custom calls in the compiled HLO (XLA silently upcasts an FP8 dot it "
+        "cannot fuse, so this count is the proof of FP8 GEMMs) and times the step against "
+        "`jax.jit` of the same step in f32 and in bf16 mixed precision (f32 parameters and "
+        "Adam state, forward and backward in bf16: every dot a bf16 dot), interleaved over "
+        f"{config['repeats']} rounds (ratios paired per round).",
+        "",
+    ]
+    if not gpu["run"]:
+        cpu = result.get("cpu", {})
+        lines.append(f"**GPU part not run**: {gpu['reason']}.")
+        if cpu.get("compiled"):
+            lines.append(f"XLA:CPU compiles the rewritten module in {cpu['compile_s']:.1f} s "
+                         "(it emulates FP8: no speed figure from it)"
+                         + (f"; one step on CPU gives loss {cpu['loss_fp8']:.4f} against "
+                            f"{cpu['loss_f32']:.4f} for the f32 step." if "loss_fp8" in cpu
+                            else "."))
+        lines += ["", "* Every FP8 dot a cuBLASLt FP8 GEMM: **not measured** (no GPU).",
+                  f"* At least {MIN_SPEEDUP_VS_BF16}x faster than bf16: **not measured** "
+                  "(no GPU)."]
+        return "\n".join(lines)
+    gemms, fp8, targets = gpu["gemms"], gpu["fp8_step"], result["targets"]
+    rows = [["rewritten module (f16 data, FP8 dots)", f"{fp8['timing']['median_s'] * 1e3:.2f}",
+             f"{fp8['timing']['min_s'] * 1e3:.2f}", f"{fp8['loss']:.4f}", "1.00"]]
+    rows += [[STEP_ROWS[name], f"{base['timing']['median_s'] * 1e3:.2f}",
+              f"{base['timing']['min_s'] * 1e3:.2f}", f"{base['loss']:.4f}",
+              f"{base['time_over_fp8']:.2f}"] for name, base in gpu["baselines"].items()]
+    lines += [
+        f"{gpu['reason']}. Compiled HLO of the rewritten step: {gemms['cublas_f8']} "
+        f"`{F8_GEMM}` calls for {dots['fp8']} FP8 dots; other cuBLAS GEMMs: "
+        f"{gemms['cublas_other'] or 'none'}; Triton GEMM fusions: "
+        f"{gemms['triton_gemm_fusions']}. Operand types of the baselines' dots: "
+        + "; ".join(f"{name}: {base['dot_operand_types']}"
+                    for name, base in gpu["baselines"].items()) + ".",
+        "", markdown_table(["step", "median ms", "min ms", "loss", "time / FP8 time"], rows),
+        "", "Compiled HLO lines of FP8 GEMMs (first few, cut at 600 characters):", "",
+        "```text", *gemms["f8_sample_lines"], "```", "",
+        f"* Every FP8 dot a cuBLASLt FP8 GEMM: **{verdict(targets['every_fp8_dot_fused'])}**.",
+        f"* At least {MIN_SPEEDUP_VS_BF16}x faster than bf16 (paired median "
+        f"{gpu['speedup_vs_bf16']:.2f}x): **{verdict(targets['speedup_vs_bf16'])}**.",
+    ]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     models = load_models()
-    step_fn, example_args = models.gpt_step(
-        n_layers=args.layers, d_model=args.d_model, n_heads=args.heads, context=args.context,
-        vocab=args.vocab, batch=args.batch, seed=args.seed)
+    shape = {"n_layers": args.layers, "d_model": args.d_model, "n_heads": args.heads,
+             "context": args.context, "vocab": args.vocab, "batch": args.batch,
+             "seed": args.seed}
+    step_fn, example_args = models.gpt_step(**shape)
+    bf16_fn, _ = models.gpt_step(**shape, compute_dtype=jnp.bfloat16)
     text, export_s = timed(lambda: models.export_text(step_fn, example_args))
     chunk, rewrite_s = timed(lambda: rewrite_module_source(text, DEFAULT_PIPELINE))
     if chunk.error is not None or chunk.output is None:
         print(f"rewrite failed: {chunk.error}", file=sys.stderr)
         return 1
-    step = Step(step_fn, example_args, text, chunk.output.decode())
+    step = Step(step_fn, bf16_fn, example_args, text, chunk.output.decode())
     result: dict[str, Any] = {
         "config": {"layers": args.layers, "d_model": args.d_model, "heads": args.heads,
                    "context": args.context, "batch": args.batch, "vocab": args.vocab,
@@ -306,9 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         result["gpu"] = {"run": False, "reason": reason,
                          "note": "GPU part not run: no FP8 GEMM count and no step timing"}
         result["cpu"] = run_cpu(step, args)
+    result["targets"] = judge(result)
     print_report(result)
-    write_json(args.out, result)
-    print(f"wrote {args.out}")
+    publish(args.out, result, SECTION, doc_section, doc=not args.no_doc)
     return 0
 
 

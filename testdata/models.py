@@ -135,7 +135,7 @@ def _attention(x: jax.Array, p: PyTree, n_heads: int) -> jax.Array:
     qkv = x @ p["w_qkv"] + p["b_qkv"]
     q, k, v = jnp.split(qkv, 3, axis=-1)
     q, k, v = (a.reshape(b, t, n_heads, hd) for a in (q, k, v))
-    logits = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(jnp.float32(hd))
+    logits = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(jnp.float32(hd)).astype(q.dtype)
     mask = jnp.tril(jnp.ones((t, t), jnp.bool_))
     logits = jnp.where(mask, logits, MASK_VALUE)
     probs = jax.nn.softmax(logits, axis=-1)
@@ -160,7 +160,7 @@ def _transformer_loss(
         x = x + _mlp_block(_layernorm(x, layer["ln2"]), layer)
     x = _layernorm(x, params["ln_f"])
     logits = x @ params["wte"].T
-    onehot = jax.nn.one_hot(targets, params["wte"].shape[0], dtype=jnp.float32)
+    onehot = jax.nn.one_hot(targets, params["wte"].shape[0], dtype=logits.dtype)
     return _softmax_xent_onehot(logits, onehot)
 
 
@@ -172,11 +172,14 @@ def gpt_step(
     vocab: int = 256,
     batch: int = 8,
     seed: int = 0,
+    compute_dtype: Any = None,
 ) -> Factory:
     """GPT-style decoder trained with optax Adam, sized by the caller.
 
     Signature: ``step(params, opt_state, tokens, targets) -> (params, opt_state, loss)``
-    with int32 ``tokens``/``targets`` of shape ``(batch, context)``.
+    with int32 ``tokens``/``targets`` of shape ``(batch, context)``. ``compute_dtype``
+    (bf16, say) gives the usual mixed-precision step: f32 parameters and Adam state, the
+    forward and backward pass on parameters cast to that dtype (every dot in it), an f32 loss.
     """
     if d_model % n_heads:
         raise ValueError(f"d_model={d_model} not divisible by n_heads={n_heads}")
@@ -188,10 +191,18 @@ def gpt_step(
     seq = jax.random.randint(k_tok, (batch, context + 1), 0, vocab, jnp.int32)
     tokens, targets = seq[:, :-1], seq[:, 1:]
 
+    def mixed_precision_loss(
+        params: PyTree, tokens: jax.Array, targets: jax.Array, n_heads: int
+    ) -> jax.Array:
+        cast = jax.tree.map(lambda p: p.astype(compute_dtype), params)
+        return _transformer_loss(cast, tokens, targets, n_heads).astype(jnp.float32)
+
+    loss_fn = _transformer_loss if compute_dtype is None else mixed_precision_loss
+
     def step(
         params: PyTree, opt_state: PyTree, tokens: jax.Array, targets: jax.Array
     ) -> tuple[PyTree, PyTree, jax.Array]:
-        loss, grads = jax.value_and_grad(_transformer_loss)(params, tokens, targets, n_heads)
+        loss, grads = jax.value_and_grad(loss_fn)(params, tokens, targets, n_heads)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
