@@ -120,7 +120,10 @@ def _same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,
     operands read once."""
     olds = list(op.operands)
     indices, floats = _float_operands(scope, olds)
-    any_scale = bool(floats) and all(f.any_scale for f in floats)
+    if not floats:  # floats made from other types (abs of a complex): no scale to carry
+        rule_unscaled(scope, op)
+        return
+    any_scale = all(f.any_scale for f in floats)
     operands, scale = _at_common_scale(scope, olds, indices, floats, constants_follow, merge)
     bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
 

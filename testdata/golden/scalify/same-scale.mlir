@@ -8,8 +8,8 @@
 // Same-scale family: the op runs on the data, float operands first brought to
 // one common power-of-two scale (each data multiplied by 2^(e - E), e its i32
 // exponent and E the common one), and the result carries that scale. The
-// FIRST prefix checks every case (the option changes the first and the last
-// one only); the F16 prefix checks the first two.
+// FIRST prefix checks every case but the last (the option changes the first
+// and the select case only); the F16 prefix checks the first two and the last.
 //
 // With common-scale=max (auto for f16 data), ops that merge operands without
 // arithmetic (maximum and select here) take the midpoint E = (e1 + e2) >> 1 of
@@ -301,5 +301,21 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<3x4xf32> {
 // FIRST-NEXT:    return [[S]], [[XS]] : tensor<4xf32>, tensor<f32>
 func.func public @main(%arg0: tensor<4xi1>, %arg1: tensor<4xf32>, %arg2: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.select %arg0, %arg1, %arg2 : tensor<4xi1>, tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A float made from another type (the f32 abs of a complex value) has no scale
+// to carry: the op runs as it is and its result is encoded at scale 1, in the
+// data type (f16 here: the op itself keeps its f32 result).
+
+// F16-LABEL: func.func public @main({{%[^:]+}}: tensor<4xcomplex<f32>>)
+// F16-SAME:    -> (tensor<4xf16>, tensor<f32>)
+// F16-NEXT:    [[A:%.*]] = stablehlo.abs {{%[^ ]+}} : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
+// F16-NEXT:    [[D:%.*]] = stablehlo.convert [[A]] : (tensor<4xf32>) -> tensor<4xf16>
+// F16:         return [[D]], {{%.*}} : tensor<4xf16>, tensor<f32>
+func.func public @main(%arg0: tensor<4xcomplex<f32>>) -> tensor<4xf32> {
+  %0 = stablehlo.abs %arg0 : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
