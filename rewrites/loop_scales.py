@@ -41,15 +41,6 @@ def _is_scalar(value: ir.Value) -> bool:
     return isinstance(value_type, ir.RankedTensorType) and not value_type.shape
 
 
-def _packed_type(value_type: ir.Type) -> ir.Type:
-    """The element type a scalar travels in: 32-bit integers as f32 bits, so that exponents
-    and factors share vectors; other types as themselves."""
-    element = value_type.element_type
-    if isinstance(element, ir.IntegerType) and element.width == 32:
-        return ir.F32Type.get()
-    return element
-
-
 class _LoopHoist:
     """The hoisting of one while op: which body ops are invariant, and the new loop."""
 
@@ -140,18 +131,22 @@ class _LoopHoist:
         return mapping
 
     def _packs(self, values: list[ir.Value]) -> list[tuple[ir.Value, list[int]]]:
-        """``values`` (outer scalars) as vectors of at most ``PACK``, grouped by the type they
-        travel in; per vector, the positions in ``values`` of its elements."""
+        """``values`` (outer scalars) as vectors of at most ``PACK``, one group of vectors
+        per element type; per vector, the positions in ``values`` of its elements.
+
+        Each value travels in its own type. Integers carried as f32 bits (one vector for
+        exponents and factors) come back wrong: a small integer's bits are an f32 subnormal,
+        which XLA:CPU flushes to zero when it copies the vector."""
         groups: dict[Any, list[int]] = {}
         for position, value in enumerate(values):
-            groups.setdefault(str(_packed_type(value.type)), []).append(position)
+            groups.setdefault(str(value.type.element_type), []).append(position)
         emit = Emitter(ir.InsertionPoint(self.loop), self.loop.location)
         packs = []
         for positions in groups.values():
             for start in range(0, len(positions), PACK):
                 chunk = positions[start:start + PACK]
-                element = _packed_type(values[chunk[0]].type)
-                parts = [emit.unary("stablehlo.reshape", _retyped(emit, values[p], element),
+                element = values[chunk[0]].type.element_type
+                parts = [emit.unary("stablehlo.reshape", values[p],
                                     ir.RankedTensorType.get([1], element)) for p in chunk]
                 vector = parts[0] if len(parts) == 1 else emit.op(
                     "stablehlo.concatenate", parts,
@@ -214,18 +209,8 @@ class _LoopHoist:
                                   "start_indices": ir.DenseI64ArrayAttr.get([index]),
                                   "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
                                   "strides": ir.DenseI64ArrayAttr.get([1])}).result
-                scalar = emit.unary("stablehlo.reshape", one, scalar_type(element))
-                taken[position] = _retyped(emit, scalar, distinct[position].type.element_type)
+                taken[position] = emit.unary("stablehlo.reshape", one, scalar_type(element))
         return taken
-
-
-def _retyped(emit: Emitter, scalar: ir.Value, element: ir.Type) -> ir.Value:
-    """``scalar`` as a scalar of ``element``, its bits unchanged (i32 exponents travel as
-    f32 bits and come back as i32)."""
-    wanted = scalar_type(element)
-    if scalar.type == wanted:
-        return scalar
-    return emit.unary("stablehlo.bitcast_convert", scalar, wanted)
 
 
 def hoist_loop_scales(module: ir.Module) -> int:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -63,6 +64,18 @@ def test_simplify_hoists_and_keeps_a_module_without_loops_as_is() -> None:
     plain = "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n" \
             "  %0 = stablehlo.multiply %a, %a : tensor<f32>\n  return %0 : tensor<f32>\n}\n"
     assert "optimization_barrier" not in rewrite_text(plain, "simplify")
+
+
+def test_small_integers_leave_a_loop_intact() -> None:
+    """jnp.searchsorted's binary search divides by a ui32 2 that the pass hoists out of its
+    loop: carried as f32 bits (a subnormal), XLA flushed it to zero and every index came out
+    wrong; in a ui32 vector of its own it stays 2."""
+    def search(a: jax.Array) -> jax.Array:
+        return jnp.searchsorted(jnp.sort(a[0]), a[1], method="scan")
+
+    x = jax.random.normal(jax.random.key(0), (2, 8))
+    step = compile_scaled(search, x, policy=Policy(data_dtype="float32", fp8_dots=False))
+    np.testing.assert_array_equal(np.asarray(step(x)), np.asarray(jax.jit(search)(x)))
 
 
 def _fusions(hlo_text: str) -> int:

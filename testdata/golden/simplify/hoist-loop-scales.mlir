@@ -118,21 +118,20 @@ func.func public @shared(%arg0: tensor<4xf32>, %arg1: tensor<f32>) -> tensor<4xf
 
 // -----
 
-// An i32 exponent and an f32 factor share one vector: the exponent travels as f32 bits.
+// An i32 exponent and an f32 factor: each type in vectors of its own (an
+// integer carried as f32 bits would be an f32 subnormal, which XLA:CPU may
+// flush to zero).
 
 // CHECK-LABEL: func.func public @mixed
 // CHECK:         [[E:%.*]] = stablehlo.add {{%.*}}, {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[F:%.*]] = stablehlo.multiply {{%.*}}, {{%.*}} : tensor<f32>
-// CHECK-NEXT:    [[EB:%.*]] = stablehlo.bitcast_convert [[E]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[E1:%.*]] = stablehlo.reshape [[EB]] : (tensor<f32>) -> tensor<1xf32>
+// CHECK-NEXT:    [[E1:%.*]] = stablehlo.reshape [[E]] : (tensor<i32>) -> tensor<1xi32>
 // CHECK-NEXT:    [[F1:%.*]] = stablehlo.reshape [[F]] : (tensor<f32>) -> tensor<1xf32>
-// CHECK-NEXT:    [[V:%.*]] = stablehlo.concatenate [[E1]], [[F1]], dim = 0 : (tensor<1xf32>, tensor<1xf32>) -> tensor<2xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.optimization_barrier [[V]] : tensor<2xf32>
+// CHECK-NEXT:    {{%.*}}:2 = stablehlo.optimization_barrier [[E1]], [[F1]] : tensor<1xi32>, tensor<1xf32>
 // CHECK:         } do {
-// CHECK-NEXT:      {{%.*}} = stablehlo.slice [[A:%.*]] [0:1] : (tensor<2xf32>) -> tensor<1xf32>
-// CHECK-NEXT:      {{%.*}} = stablehlo.reshape
-// CHECK-NEXT:      [[EI:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:      {{%.*}} = stablehlo.slice [[A]] [1:2] : (tensor<2xf32>) -> tensor<1xf32>
+// CHECK-NEXT:      {{%.*}} = stablehlo.slice [[A:%.*]] [0:1] : (tensor<1xi32>) -> tensor<1xi32>
+// CHECK-NEXT:      [[EI:%.*]] = stablehlo.reshape {{%.*}} : (tensor<1xi32>) -> tensor<i32>
+// CHECK-NEXT:      {{%.*}} = stablehlo.slice {{%.*}} [0:1] : (tensor<1xf32>) -> tensor<1xf32>
 // CHECK-NEXT:      {{%.*}} = stablehlo.reshape
 // CHECK-NEXT:      {{%.*}} = stablehlo.add {{%.*}}, [[EI]] : tensor<i32>
 func.func public @mixed(%arg0: tensor<4xf32>, %arg1: tensor<i32>, %arg2: tensor<f32>) -> tensor<4xf32> {
@@ -215,4 +214,44 @@ func.func public @nine(%arg0: tensor<4xf32>, %arg1: tensor<f32>) -> tensor<4xf32
     stablehlo.return %y8, %s, %j : tensor<4xf32>, tensor<f32>, tensor<i32>
   }
   return %0#0 : tensor<4xf32>
+}
+
+// -----
+
+// A small unsigned integer made in the body from a constant (a divisor, as in
+// jnp.searchsorted's binary search) leaves the loop as a ui32, in a vector of
+// its own beside the f32 one. Carried as f32 bits, a small integer is an f32
+// subnormal, which XLA may flush to zero (it did in that binary search: a
+// division by zero; tests/test_loop_scales.py runs it).
+
+// CHECK-LABEL: func.func public @small_int
+// CHECK:         [[U:%.*]] = stablehlo.convert {{%.*}} : (tensor<i32>) -> tensor<ui32>
+// CHECK:         [[F:%.*]] = stablehlo.multiply {{%.*}}, {{%.*}} : tensor<f32>
+// CHECK-NEXT:    [[U1:%.*]] = stablehlo.reshape [[U]] : (tensor<ui32>) -> tensor<1xui32>
+// CHECK-NEXT:    [[F1:%.*]] = stablehlo.reshape [[F]] : (tensor<f32>) -> tensor<1xf32>
+// CHECK-NEXT:    {{%.*}}:2 = stablehlo.optimization_barrier [[U1]], [[F1]] : tensor<1xui32>, tensor<1xf32>
+// CHECK:         } do {
+// CHECK-NEXT:      {{%.*}} = stablehlo.slice {{%.*}} [0:1] : (tensor<1xui32>) -> tensor<1xui32>
+// CHECK-NEXT:      {{%.*}} = stablehlo.reshape {{%.*}} : (tensor<1xui32>) -> tensor<ui32>
+func.func public @small_int(%arg0: tensor<4xui32>, %arg1: tensor<4xf32>, %arg2: tensor<f32>) -> (tensor<4xui32>, tensor<4xf32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c3 = stablehlo.constant dense<3> : tensor<i32>
+  %0:4 = stablehlo.while(%x = %arg0, %y = %arg1, %s = %arg2, %i = %c0) : tensor<4xui32>, tensor<4xf32>, tensor<f32>, tensor<i32>
+  cond {
+    %p = stablehlo.compare LT, %i, %c3, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %two = stablehlo.constant dense<2> : tensor<i32>
+    %u = stablehlo.convert %two : (tensor<i32>) -> tensor<ui32>
+    %ub = stablehlo.broadcast_in_dim %u, dims = [] : (tensor<ui32>) -> tensor<4xui32>
+    %x2 = stablehlo.divide %x, %ub : tensor<4xui32>
+    %half = stablehlo.constant dense<5.000000e-01> : tensor<f32>
+    %s2 = stablehlo.multiply %half, %half : tensor<f32>
+    %sb = stablehlo.broadcast_in_dim %s2, dims = [] : (tensor<f32>) -> tensor<4xf32>
+    %y2 = stablehlo.multiply %y, %sb : tensor<4xf32>
+    %j = stablehlo.add %i, %c1 : tensor<i32>
+    stablehlo.return %x2, %y2, %s, %j : tensor<4xui32>, tensor<4xf32>, tensor<f32>, tensor<i32>
+  }
+  return %0#0, %0#1 : tensor<4xui32>, tensor<4xf32>
 }
