@@ -205,7 +205,9 @@ def rule_merge(scope: Scope, op: ir.Operation) -> None:
 def rule_select(scope: Scope, op: ir.Operation) -> None:
     """select: no arithmetic between the branches, so a constant branch (a mask's -1e9)
     takes the runtime branch's scale; in f16 a far-out sentinel saturates to +-inf, which
-    keeps its sign and order, instead of pushing the data below the format's range."""
+    keeps its sign and order, instead of pushing the data below the format's range. A
+    constant inside the format's range (1.0) follows only down to where it still fits
+    (``Scope._constant_floor``)."""
     _same_scale(scope, op, constants_follow=True, merge=True)
 
 

@@ -33,8 +33,10 @@ MERGE = Family("merge", "pieces of the operands put together, no arithmetic betw
                "operands 2^200 apart both stay representable",
                impl.rule_merge)
 SELECT = Family("select", "branches at a common scale; a constant branch takes the runtime "
-                "branch's scale", "the runtime branch's scale, or the merge family's common "
-                "scale", impl.rule_select)
+                "branch's scale, down to the lowest scale at which the constant stays in the "
+                "data type's range (a sentinel beyond that range at scale 1, a mask's -1e9, "
+                "saturates to +-inf instead)", "the runtime branch's scale (or that floor), or "
+                "the merge family's common scale", impl.rule_select)
 ADDITIVE = Family("additive", "operands rescaled to the common scale, then added",
                   "max of the scales", impl.rule_same_scale)
 COMPARE = Family("compare", "operands at a common scale (as the merge family's), compared",

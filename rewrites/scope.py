@@ -16,6 +16,7 @@ from scalify_hlo.rewrites.emitter import (
     MIN_NORMAL_EXP,
     Emitter,
     Types,
+    dtype_name,
     element_type,
     is_scalable_type,
     scalar_type,
@@ -26,7 +27,7 @@ from scalify_hlo.rewrites.registry import PassContext
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.ir import short_location
-from scalify_hlo.scale import ONE, Scale, saturate_exponent
+from scalify_hlo.scale import EXPONENT_RANGES, ONE, Scale, saturate_exponent
 
 # Data types with f32's exponent range, where data may sit far from unit scale.
 WIDE_RANGE_DTYPES = ("f32", "bf16")
@@ -369,11 +370,20 @@ class Scope:
         them (select, concatenate, max) take the midpoint of the exponents instead of the
         max when the data has f32's range: both operands stay representable up to a spread
         of 2^250 (2^-100 next to 2^100), where the max would flush the smaller one to 0.
-        With ``constants_follow``, static (constant-derived) scales adopt the runtime ones.
+        With ``constants_follow``, static (constant-derived) scales adopt the runtime ones,
+        down to the lowest scale at which the constant's data stays in the data type's range
+        (``_constant_floor``).
         """
         scaled = [v for v in values if not v.any_scale]
         if constants_follow and any(not v.scale.is_static for v in scaled):
+            floor = self._constant_floor([v for v in scaled if v.scale.is_static])
             scaled = [v for v in scaled if not v.scale.is_static]
+            common = self.common_scale(scaled, merge=merge)
+            if floor is None:
+                return common
+            i32 = self.exponent_type()
+            return Scale.dynamic(self.emit.binary("stablehlo.maximum", self.exponent(common),
+                                                  self.emit.int_scalar(floor), i32))
         if not scaled:
             return ONE
         first = scaled[0].scale
@@ -397,6 +407,18 @@ class Scope:
             return Scale.dynamic(emit.binary("stablehlo.shift_right_arithmetic", total,
                                              emit.int_scalar(1), i32))
         return Scale.dynamic(_fold(emit, "stablehlo.maximum", exponents))
+
+    def _constant_floor(self, constants: Sequence[Scaled]) -> int | None:
+        """The lowest exponent a constant operand of a select may follow the runtime operand
+        down to: a constant's data is below 2 at its own scale (``rule_constant``), so below
+        2^(max_exp - 1) times it, it is still in the data type's range. Without it, the 1.0
+        of ``where(norm(b) > 0, norm(b) / norm(g), 1.0)`` follows the ratio of a zero
+        tensor's norms (scale 2^-126 in f16) and saturates to inf. Sentinels beyond the data
+        type's range at scale 1 (a mask's -1e9) have no floor: they saturate to +-inf, which
+        keeps their sign and order, instead of pushing the runtime data below the range."""
+        max_exp = EXPONENT_RANGES.get(dtype_name(self.current_data_dtype()), (0, 127))[1]
+        floors = [v.scale.exp - (max_exp - 1) for v in constants if v.scale.exp < max_exp]
+        return max(floors) if floors else None
 
     def to_common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,
                         merge: bool = False) -> tuple[list[ir.Value], Scale]:

@@ -169,3 +169,39 @@ def test_squares_through_while_if_and_reduce() -> None:
                                                                       data_dtype=dtypes)))
         for want, have in zip(reference, got, strict=True):
             np.testing.assert_allclose(have, want, rtol=2e-3)
+
+
+def test_a_constant_branch_stays_in_range_beside_a_zero_tensors_tiny_scale() -> None:
+    """LAMB, LARS, Fromage and Adafactor divide parameter norms and keep a constant where a
+    norm is 0: ``where(norm(b) > 0, norm(b) / norm(u), 1.0)``. A zero-initialized bias has
+    the tiny f16 zero scale (2^-126), and the select's constant branch used to follow the
+    ratio's scale down there, where 1.0 is 2^126 times f16's range: inf, then NaN weights."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from scalify_hlo import Policy, compile_scaled, scale_tree, unscale_tree
+
+    params = {"w": jnp.linspace(-1.0, 1.0, 32, dtype=jnp.float32).reshape(4, 8),
+              "b": jnp.zeros((8,), jnp.float32)}
+    x = jnp.linspace(-2.0, 2.0, 12, dtype=jnp.float32).reshape(3, 4)
+
+    def loss(p: dict, x: jax.Array) -> jax.Array:
+        return jnp.mean(jnp.tanh(x @ p["w"] + p["b"]) ** 2)
+
+    for name, optimizer in (("lamb", optax.lamb(1e-2)), ("lars", optax.lars(1e-2)),
+                            ("fromage", optax.fromage(1e-2))):
+        state = optimizer.init(params)
+
+        def step(p: dict, s: object, x: jax.Array, optimizer=optimizer) -> tuple:
+            grads = jax.grad(loss)(p, x)
+            updates, s = optimizer.update(grads, s, p)
+            return optax.apply_updates(p, updates), s
+
+        scaled = compile_scaled(step, params, state, x, policy=Policy(fp8_dots=False))
+        got = unscale_tree(scaled(*scale_tree((params, state, x), jnp.float16)))
+        want = jax.jit(step)(params, state, x)
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            assert np.isfinite(np.asarray(g, np.float64)).all(), name
+            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
+                                       rtol=2e-2, atol=1e-3, err_msg=name)

@@ -143,8 +143,10 @@ def test_special_inputs_exact(name: str, k: int) -> None:
                                   "dot_general", "reduce_add"])
 def test_subnormal_inputs(name: str, k: int) -> None:
     """Subnormal inputs: no NaN or Inf appears, values agree up to the smallest normal
-    (XLA:CPU flushes subnormal results; scaled data may be normal and not flush). With
-    scale 1 the rewritten program runs the same ops on the same values: exact.
+    (XLA:CPU flushes subnormal results; scaled data may be normal and not flush). Even at
+    scale 1 a subnormal may flush in one program and not the other: whether a kernel
+    flushes depends on how XLA fused it and on the CPU (the original's select flushed 1e-38
+    on an AMD EPYC, the rewritten one did not), so every k allows that much.
 
     sqrt is left out: XLA:CPU treats a subnormal input as zero, so the original's
     ``sqrt(1e-40)`` is 0 while the scaled program, whose data is normal, gives the IEEE 1e-20
@@ -154,7 +156,7 @@ def test_subnormal_inputs(name: str, k: int) -> None:
     inputs = [base, (np.roll(base, 1) * np.float32(-1)).astype(np.float32)]
     ref, got, raw, signature = run_both(PROGRAMS[name], inputs, [scale, scale])
     for r, g in zip(ref, got, strict=True):
-        assert_matches([r], [g], RTOL if k == 0 else 1e-5, 0.0 if k == 0 else 2 * TINY)
+        assert_matches([r], [g], RTOL if k == 0 else 1e-5, 2 * TINY)
     assert_scales_finite(signature, raw)
 
 

@@ -319,3 +319,38 @@ func.func public @main(%arg0: tensor<4xcomplex<f32>>) -> tensor<4xf32> {
   %0 = stablehlo.abs %arg0 : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A constant branch of a select follows the runtime branch's scale, but only
+// down to the lowest scale at which the constant's data stays in the data
+// type's range: 2^-14 for 1.0 in f16 (data below 2 times 2^14). Below it, 1.0
+// would saturate to inf (a zero tensor's norm has the f16 zero scale 2^-126).
+
+// F16-LABEL: func.func public @main({{%[^:]+}}: tensor<4xi1>, {{%[^:]+}}: tensor<4xf16>, {{%[^:]+}}: tensor<f32>)
+// F16:         [[E:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<i32>
+// F16-NEXT:    [[FLOOR:%.*]] = stablehlo.constant dense<-14> : tensor<i32>
+// F16-NEXT:    [[COMMON:%.*]] = stablehlo.maximum [[E]], [[FLOOR]] : tensor<i32>
+// F16:         stablehlo.select
+func.func public @main(%arg0: tensor<4xi1>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<1.000000e+00> : tensor<4xf32>
+  %0 = stablehlo.select %arg0, %arg1, %cst : tensor<4xi1>, tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A sentinel beyond f16's range at scale 1 (a mask's -1e9) has no floor: it
+// takes the runtime branch's scale and saturates to -inf, which keeps its sign
+// and order, instead of pushing the runtime data below f16's normal range.
+
+// F16-LABEL: func.func public @main({{%[^:]+}}: tensor<4xi1>, {{%[^:]+}}: tensor<4xf16>,
+// F16-SAME:    [[S:%[^:]+]]: tensor<f32>)
+// F16-NOT:     stablehlo.maximum
+// F16:         [[SEL:%.*]] = stablehlo.select {{%.*}}, {{%.*}}, {{%.*}} : tensor<4xi1>, tensor<4xf16>
+// F16-NEXT:    return [[SEL]], [[S]] : tensor<4xf16>, tensor<f32>
+func.func public @main(%arg0: tensor<4xi1>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<-1.000000e+09> : tensor<4xf32>
+  %0 = stablehlo.select %arg0, %arg1, %cst : tensor<4xi1>, tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
