@@ -39,6 +39,13 @@ def _is_scaled_dtype(dtype: Any) -> bool:
     return jnp.dtype(dtype) in _SCALED_DTYPES
 
 
+def _is_key(value: Any) -> bool:
+    """A typed PRNG key array (``jax.random.key``): it crosses the exported module as its
+    uint32 key data and is wrapped again on the other side."""
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
 @dataclasses.dataclass(frozen=True)
 class LeafSpec:
     """One flat argument or result of the original function."""
@@ -46,6 +53,7 @@ class LeafSpec:
     path: str
     shape: tuple[int, ...]
     dtype: np.dtype
+    key_impl: str | None = None  # a PRNG key array's implementation; dtype is its data's
 
     @property
     def scaled(self) -> bool:
@@ -94,6 +102,9 @@ def _leaf_specs(tree: Any) -> tuple[list[LeafSpec], Any]:
         if isinstance(leaf, ScaledArray):
             specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf.data)),
                                   np.dtype(np.float32)))
+        elif _is_key(leaf):
+            specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf)),
+                                  np.dtype(np.uint32), str(jax.random.key_impl(leaf))))
         else:
             specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf)),
                                   np.dtype(jnp.asarray(leaf).dtype if not hasattr(leaf, "dtype")
@@ -102,6 +113,9 @@ def _leaf_specs(tree: Any) -> tuple[list[LeafSpec], Any]:
 
 
 def _example(leaf: Any, spec: LeafSpec) -> jax.ShapeDtypeStruct:
+    if spec.key_impl is not None:
+        data = jax.random.key_data(leaf)
+        return jax.ShapeDtypeStruct(data.shape, data.dtype)
     source = leaf.data if isinstance(leaf, ScaledArray) else leaf
     sharding = getattr(source, "sharding", None) if isinstance(source, jax.Array) else None
     return jax.ShapeDtypeStruct(spec.shape, spec.dtype, sharding=sharding)
@@ -118,17 +132,23 @@ class ScaledStep:
         leaves = jax.tree.leaves(args, is_leaf=is_scaled_leaf)
 
         def flat_fn(*flat: Any) -> list[Any]:
+            flat = [x if spec.key_impl is None else jax.random.wrap_key_data(
+                x, impl=spec.key_impl) for x, spec in zip(flat, self._in_specs, strict=True)]
             outputs = fn(*jax.tree.unflatten(self._in_tree, flat))
             out_leaves, self._out_tree = jax.tree.flatten(outputs)
-            return out_leaves
+            self._out_key_impls = [str(jax.random.key_impl(x)) if _is_key(x) else None
+                                   for x in out_leaves]
+            return [x if impl is None else jax.random.key_data(x)
+                    for x, impl in zip(out_leaves, self._out_key_impls, strict=True)]
 
         examples = [_example(leaf, spec) for leaf, spec in zip(leaves, self._in_specs,
                                                                 strict=True)]
         # keep_unused: the scaled signature has a (data, scale) pair for every leaf.
         jitted = jax.jit(flat_fn, keep_unused=True)
         original = jax_export.export(jitted)(*examples)
-        self._out_specs = [LeafSpec(f"output[{i}]", tuple(a.shape), np.dtype(a.dtype))
-                           for i, a in enumerate(original.out_avals)]
+        self._out_specs = [LeafSpec(f"output[{i}]", tuple(a.shape), np.dtype(a.dtype), impl)
+                           for i, (a, impl) in enumerate(zip(original.out_avals,
+                                                              self._out_key_impls, strict=True))]
         # Rewrite the lowered module, not ``original.mlir_module()``: serialization decomposes
         # CHLO (erf, ...) into polynomials whose symbolic scales underflow, while the CHLO op
         # itself runs unscaled; the rewritten module is serialized (and decomposed) afterwards.
@@ -142,15 +162,23 @@ class ScaledStep:
         # Per scaled output, the first scaled output that returns the same scale value.
         self._first_same_scale: list[int] = []
 
+        expected = sum(2 if spec.scaled else 1 for spec in self._in_specs)
+
         def inspect(module: ir.Module) -> None:
             signature.append(signature_of(module))
-            self._first_same_scale = _first_same_scale(module, self._out_specs)
+            if len(signature[0].inputs) == expected:  # else refused below
+                self._first_same_scale = _first_same_scale(module, self._out_specs)
 
         result = rewrite_module_source(self.stages["exported"], pipeline, debug_info=True,
                                        dump_after_pass=keep, inspect=inspect)
         if result.error is not None or result.output is None:
             raise ScalifyError(f"cannot rewrite the step: {result.error}")
         self.text = result.output.decode()
+        if len(signature[0].inputs) != expected:
+            raise ScalifyError(
+                f"the pipeline '{pipeline}' does not give the scaled calling convention (a "
+                f"(data, scale) pair per floating argument: {expected} arguments, got "
+                f"{len(signature[0].inputs)}); compile_scaled needs one with scalify")
         self._report = Report(result.ops_before, result.ops_after, dict(result.context.stats),
                               list(result.context.warnings))
         self.exported = _scaled_exported(original, self.text, signature[0], self._in_specs,
@@ -241,7 +269,7 @@ class ScaledStep:
         for leaf, code, spec, dtype in zip(flat, layout, self._in_specs, self._data_dtypes,
                                            strict=True):
             if not spec.scaled:
-                inputs.append(leaf)
+                inputs.append(leaf if spec.key_impl is None else jax.random.key_data(leaf))
                 continue
             if code == PLAIN:
                 value = as_scaled(leaf, dtype)
@@ -257,7 +285,8 @@ class ScaledStep:
         position = 0
         for spec in self._out_specs:
             if not spec.scaled:
-                outputs.append(raw[position])
+                outputs.append(raw[position] if spec.key_impl is None else
+                               jax.random.wrap_key_data(raw[position], impl=spec.key_impl))
                 position += 1
                 continue
             data, scale = raw[position], raw[position + 1]
@@ -311,6 +340,9 @@ class ScaledStep:
         for leaf, code, spec in zip(flat, layout, self._in_specs, strict=True):
             name = f"args{spec.path}"
             source = leaf[0] if code == OWN else leaf
+            if spec.key_impl is not None or _is_key(source):
+                _check_key(name, source, spec)
+                continue
             if isinstance(source, (dict, list, tuple)) or not hasattr(source, "shape"):
                 raise ScalifyError(f"{name}: a {type(source).__name__} where the step takes "
                                    "an array")
@@ -365,6 +397,20 @@ class ScaledStep:
             if key.split("{", 1)[0] == name:
                 return self.stages[key]
         raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
+
+
+def _check_key(name: str, value: Any, spec: LeafSpec) -> None:
+    """A PRNG key argument against the compiled step's: a key array of the same
+    implementation and shape where the step took one, and nowhere else."""
+    if spec.key_impl is None:
+        raise ScalifyError(f"{name}: a PRNG key array where the step takes {spec.dtype}")
+    if not _is_key(value):
+        raise ScalifyError(f"{name}: the step takes a PRNG key array ({spec.key_impl}), got "
+                           f"{getattr(value, 'dtype', type(value).__name__)}")
+    impl, shape = str(jax.random.key_impl(value)), tuple(np.shape(value))
+    if impl != spec.key_impl or shape != spec.shape:
+        raise ScalifyError(f"{name}: a {impl} key array of shape {shape} where the step takes "
+                           f"{spec.key_impl} keys of shape {spec.shape}")
 
 
 def _first_same_scale(module: ir.Module, out_specs: list[LeafSpec]) -> list[int]:

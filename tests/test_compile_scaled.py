@@ -485,3 +485,46 @@ def test_wrong_tree_structure_names_the_argument(
         prefix + "args[0][0]['scale'] is not an argument of the compiled step")
     assert _error(step, params, x) == prefix + "args[2] is missing"
     assert _error(step, tuple(params), x, y).startswith(prefix + "expected PyTreeDef(")
+
+
+# ----- PRNG keys, and pipelines that do not scale -------------------------------------------
+def _noisy(x: jax.Array, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A dropout-like step: takes a typed PRNG key and returns the next one."""
+    key, sub = jax.random.split(key)
+    return x * jax.random.bernoulli(sub, 0.5, x.shape) * 2.0, key
+
+
+def test_typed_prng_keys_go_in_and_come_out_as_keys() -> None:
+    """A key array crosses the exported module as its uint32 key data and comes back a key:
+    eagerly, fed back in a loop, and inside jax.jit."""
+    x = jnp.linspace(-1.0, 1.0, 16)
+    step = compile_scaled(_noisy, x, jax.random.key(0), policy=F32)
+    state, want = step.scale_args(x, jax.random.key(0)), (x, jax.random.key(0))
+    for _ in range(3):
+        state, want = step(*state), jax.jit(_noisy)(*want)
+        assert jax.dtypes.issubdtype(state[1].dtype, jax.dtypes.prng_key)
+        np.testing.assert_array_equal(jax.random.key_data(state[1]),
+                                      jax.random.key_data(want[1]))
+        assert_tree_close(unscale_tree(state[0]), want[0])
+    jitted = jax.jit(step)(x, jax.random.key(1))
+    assert_tree_close(unscale_tree(jitted[0]), _noisy(x, jax.random.key(1))[0])
+
+
+def test_a_wrong_key_names_the_argument() -> None:
+    x = jnp.linspace(-1.0, 1.0, 16)
+    step = compile_scaled(_noisy, x, jax.random.key(0), policy=F32)
+    assert _error(step, x, jax.random.PRNGKey(0)) == (
+        "args[1]: the step takes a PRNG key array (threefry2x32), got uint32")
+    assert _error(step, x, jax.random.key(0, impl="rbg")) == (
+        "args[1]: a rbg key array of shape () where the step takes threefry2x32 keys of "
+        "shape ()")
+    plain = compile_scaled(lambda x, n: x * n, x, jnp.uint32(3), policy=F32)
+    with pytest.raises(ScalifyError, match=r"args\[1\]: a PRNG key array where the step "
+                                           r"takes uint32"):
+        plain(x, jax.random.key(0))
+
+
+def test_a_pipeline_without_scalify_is_refused() -> None:
+    x = jnp.linspace(-1.0, 1.0, 16)
+    with pytest.raises(ScalifyError, match="does not give the scaled calling convention"):
+        compile_scaled(lambda x: x * 2.0, x, pipeline="inline,simplify")
