@@ -273,19 +273,10 @@ def print_report(result: dict[str, Any]) -> None:
     print(f"{gpu['reason']}; compiled in {gpu['compile_s']:.1f} s; "
           f"{F8_GEMM} calls: {gemms['cublas_f8']}, other cuBLAS GEMMs: "
           f"{gemms['cublas_other'] or 0}, Triton GEMM fusions: {gemms['triton_gemm_fusions']}")
-    rows = []
-    fp8 = gpu["fp8_step"]
-    rows.append(["rewritten module (f16 data, FP8 dots)", f"{fp8['timing']['median_s']*1e3:.2f}",
-                 f"{fp8['timing']['min_s']*1e3:.2f}", f"{fp8['loss']:.4f}", "1.00"])
-    labels = {"jax_f32": "jax.jit(step), f32",
-              "jax_bf16": "jax.jit(step), bf16 mixed precision"}
     for name, base in gpu["baselines"].items():
         print(f"  {name} dot_general operand types: {base['dot_operand_types']}")
-    for name, base in gpu["baselines"].items():
-        rows.append([labels[name], f"{base['timing']['median_s']*1e3:.2f}",
-                     f"{base['timing']['min_s']*1e3:.2f}", f"{base['loss']:.4f}",
-                     f"{base['time_over_fp8']:.2f}"])
-    print(format_table(["step", "median ms", "min ms", "loss", "time / FP8 time"], rows))
+    print(format_table(TIMING_HEADERS, timing_rows(gpu, {
+        "jax_f32": "jax.jit(step), f32", "jax_bf16": "jax.jit(step), bf16 mixed precision"})))
     for line in gemms["f8_sample_lines"]:
         print("  " + line[:200])
     targets = result["targets"]
@@ -293,6 +284,20 @@ def print_report(result: dict[str, Any]) -> None:
           f"{result['fp8_dots']['fp8']} FP8 dots): {verdict(targets['every_fp8_dot_fused'])}")
     print(f"at least {MIN_SPEEDUP_VS_BF16}x faster than bf16 ({gpu['speedup_vs_bf16']:.2f}x): "
           f"{verdict(targets['speedup_vs_bf16'])}")
+
+
+TIMING_HEADERS = ["step", "median ms", "min ms", "loss", "time / FP8 time"]
+
+
+def timing_rows(gpu: dict[str, Any], labels: dict[str, str]) -> list[list[str]]:
+    """The FP8 step and each baseline (named by ``labels``): times, loss, paired ratio."""
+    fp8 = gpu["fp8_step"]
+    rows = [["rewritten module (f16 data, FP8 dots)", f"{fp8['timing']['median_s'] * 1e3:.2f}",
+             f"{fp8['timing']['min_s'] * 1e3:.2f}", f"{fp8['loss']:.4f}", "1.00"]]
+    rows += [[labels[name], f"{base['timing']['median_s'] * 1e3:.2f}",
+              f"{base['timing']['min_s'] * 1e3:.2f}", f"{base['loss']:.4f}",
+              f"{base['time_over_fp8']:.2f}"] for name, base in gpu["baselines"].items()]
+    return rows
 
 
 STEP_ROWS = {"jax_f32": "`jax.jit(step)`, f32",
@@ -332,12 +337,7 @@ def doc_section(result: dict[str, Any]) -> str:
                   f"* At least {MIN_SPEEDUP_VS_BF16}x faster than bf16: **not measured** "
                   "(no GPU)."]
         return "\n".join(lines)
-    gemms, fp8, targets = gpu["gemms"], gpu["fp8_step"], result["targets"]
-    rows = [["rewritten module (f16 data, FP8 dots)", f"{fp8['timing']['median_s'] * 1e3:.2f}",
-             f"{fp8['timing']['min_s'] * 1e3:.2f}", f"{fp8['loss']:.4f}", "1.00"]]
-    rows += [[STEP_ROWS[name], f"{base['timing']['median_s'] * 1e3:.2f}",
-              f"{base['timing']['min_s'] * 1e3:.2f}", f"{base['loss']:.4f}",
-              f"{base['time_over_fp8']:.2f}"] for name, base in gpu["baselines"].items()]
+    gemms, targets = gpu["gemms"], result["targets"]
     lines += [
         f"{gpu['reason']}. Compiled HLO of the rewritten step: {gemms['cublas_f8']} "
         f"`{F8_GEMM}` calls for {dots['fp8']} FP8 dots; other cuBLAS GEMMs: "
@@ -345,7 +345,7 @@ def doc_section(result: dict[str, Any]) -> str:
         f"{gemms['triton_gemm_fusions']}. Operand types of the baselines' dots: "
         + "; ".join(f"{name}: {base['dot_operand_types']}"
                     for name, base in gpu["baselines"].items()) + ".",
-        "", markdown_table(["step", "median ms", "min ms", "loss", "time / FP8 time"], rows),
+        "", markdown_table(TIMING_HEADERS, timing_rows(gpu, STEP_ROWS)),
         "", "Compiled HLO lines of FP8 GEMMs (first few, cut at 600 characters):", "",
         "```text", *gemms["f8_sample_lines"], "```", "",
         f"* Every FP8 dot a cuBLASLt FP8 GEMM: **{verdict(targets['every_fp8_dot_fused'])}**.",

@@ -135,8 +135,8 @@ class _LoopHoist:
         per element type; per vector, the positions in ``values`` of its elements.
 
         Each value travels in its own type. Integers carried as f32 bits (one vector for
-        exponents and factors) come back wrong: a small integer's bits are an f32 subnormal,
-        which XLA:CPU flushes to zero when it copies the vector."""
+        exponents and factors) can come back wrong: a small integer's bits are an f32
+        subnormal, which XLA may flush to zero (it did in jnp.searchsorted's binary search)."""
         groups: dict[Any, list[int]] = {}
         for position, value in enumerate(values):
             groups.setdefault(str(value.type.element_type), []).append(position)

@@ -549,8 +549,7 @@ class Scope:
         saved = state.current_dtype
         results = list(op.results)  # read once: each access makes new binding objects
         wide = state.wide_dtype is not None
-        state.current_dtype = (state.wide_dtype if wide and op in state.wide_ops
-                               else state.data_dtype)  # state.op_dtype(op), inlined
+        state.current_dtype = state.op_dtype(op)
         try:
             self._rewrite_op(op, results)
             if wide:
@@ -566,7 +565,7 @@ class Scope:
         for result in results:
             found = self.values.get(result)
             if isinstance(found, Scaled):
-                target = state.wide_dtype if result in state.wide else state.data_dtype
+                target = state.dtype_of(result)
                 if found.data_element() != target:
                     if not found.any_scale and target == self.state.data_dtype:
                         found = self.rescale(found, "amax:nearest")

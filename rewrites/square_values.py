@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import (
+    Types,
     defining_op,
     is_ranked_tensor,
-    is_scalable_type,
     ops_named,
     splat_scalar,
 )
@@ -55,17 +55,13 @@ class _UnionFind:
         self.ids: dict[ir.Value, int] = {}  # -1: not a float
         self.values: list[ir.Value] = []
         self.parent: list[int] = []
-        self.floats: dict[ir.Type, bool] = {}  # is_scalable_type per type, read once
+        self.types = Types()  # is_scalable per type, remembered
 
     def id_of(self, value: ir.Value) -> int:
         found = self.ids.get(value)
         if found is None:
             found = -1
-            t = value.type
-            is_float = self.floats.get(t)
-            if is_float is None:
-                is_float = self.floats[t] = is_scalable_type(t)
-            if is_float:
+            if self.types.is_scalable(value.type):
                 found = len(self.parent)
                 self.parent.append(found)
                 self.values.append(value)
