@@ -8,7 +8,7 @@ assigns a rule to each op name is ``rules.py``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from jax.extend.mlir import ir
@@ -19,6 +19,7 @@ from scalify_hlo.rewrites.emitter import (
     is_scalable_type,
     read_dense,
     shape_of,
+    splat_constant_value,
     splat_scalar,
 )
 from scalify_hlo.rewrites.regions import (
@@ -30,6 +31,8 @@ from scalify_hlo.rewrites.regions import (
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 
 from scalify_hlo.scale import (
+    EXPONENT_RANGES,
+    LARGEST_FINITE,
     ONE,
     Scale,
     pow2_exponent_of_array,
@@ -49,17 +52,19 @@ def float_operand_indices(scope: Scope, operands: Sequence[ir.Value]) -> list[in
     return [i for i, v in enumerate(operands) if scope.is_scaled(v)]
 
 
-def emit_like(scope: Scope, op: ir.Operation, operands: list[ir.Value]) -> ir.Operation:
-    """The same op on new operands, results and regions retyped to the data dtype."""
+def emit_like(scope: Scope, op: ir.Operation, operands: list[ir.Value],
+              data_type: Callable[[ir.Type], ir.Type] | None = None) -> ir.Operation:
+    """The same op on new operands, results and regions retyped to the data dtype (or by
+    ``data_type``)."""
     attributes = attributes_of(op)
     attributes.pop(RESCALE_ATTR, None)
     regions = len(op.regions)
-    data_type = scope.data_type
+    data_type = data_type or scope.data_type
     new = scope.emit.op(op.name, operands, [data_type(t) for t in scope.results_of(op)[1]],
                         attributes, regions=regions)
     if regions:
         for old_region, new_region in zip(op.regions, new.regions, strict=True):
-            clone_region_retyped(old_region, new_region, scope.data_type)
+            clone_region_retyped(old_region, new_region, data_type)
     return new
 
 
@@ -129,8 +134,10 @@ def _same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,
 
 
 # ----- families -------------------------------------------------------------------------
-def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None) -> None:
-    """Run the op on unscaled operands in the original types; re-encode float results at 1.
+def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None,
+                  scale: Scale = ONE) -> None:
+    """Run the op on unscaled operands in the original types; re-encode float results at 1
+    (or at the static ``scale``).
 
     Used for nonlinear functions (by design) and for ops without a rule (reported).
     """
@@ -147,7 +154,7 @@ def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None) -> 
         clone.operands[index] = operand
     _remap_captures(clone, captures)
     for old, new in zip(op.results, clone.results, strict=True):
-        scope.set(old, scope.encode(new) if is_scalable_type(old.type) else new)
+        scope.set(old, scope.encode(new, scale) if is_scalable_type(old.type) else new)
 
 
 def _nested_ops(op: ir.Operation) -> list[ir.Operation]:
@@ -299,14 +306,36 @@ def rule_reduce(scope: Scope, op: ir.Operation) -> None:
         rule_unscaled(scope, op, report="has a reducer that does not commute with scaling")
         return
     operands, scale = operands_at_common_scale(scope, op)
-    new = emit_like(scope, op, operands)
-    k = sqrt_size_exponent(_reduced_size(op)) if is_additive(region) else 0
-    olds, types = scope.results_of(op)
-    for old, t, value in zip(olds, types, new.results, strict=True):
-        if scope.state.types.is_scalable(t):
-            scope.set(old, Scaled(scope.emit.scale_tensor_static(value, -k), scale.shifted(k)))
+    types = scope.state.types
+    data_dtype, f32 = scope.current_data_dtype(), types.f32
+    additive = is_additive(region)
+    if additive and data_dtype != f32:
+        # Sum f16/bf16 data in f32, as JAX sums f16 and as the f32 original does: a sum of
+        # N same-sign values of unit scale passes f16's 65504 from N ~ 65k on.
+        def accumulator_type(t: ir.Type) -> ir.Type:
+            return types.with_element_type(t, f32) if types.is_scalable(t) else t
+
+        operands = [_widened(scope, v) if types.is_scalable(v.type) else v for v in operands]
+        new = emit_like(scope, op, operands, accumulator_type)
+    else:
+        new = emit_like(scope, op, operands)
+    k = sqrt_size_exponent(_reduced_size(op)) if additive else 0
+    olds, result_types = scope.results_of(op)
+    for old, t, value in zip(olds, result_types, new.results, strict=True):
+        if types.is_scalable(t):
+            data = scope.emit.convert(scope.emit.scale_tensor_static(value, -k), data_dtype)
+            scope.set(old, Scaled(data, scale.shifted(k)))
         else:
             scope.set(old, value)
+
+
+def _widened(scope: Scope, value: ir.Value) -> ir.Value:
+    """``value`` in f32: a splat constant (a reduction's init) made again, else converted."""
+    types = scope.state.types
+    splat = splat_constant_value(value)
+    if splat is not None:
+        return scope.emit.splat(splat, types.with_element_type(value.type, types.f32))
+    return scope.emit.convert(value, types.f32)
 
 
 def rule_select_and_scatter(scope: Scope, op: ir.Operation) -> None:
@@ -383,12 +412,29 @@ def _divided(values: np.ndarray, exp: int) -> np.ndarray:
 
 
 def rule_producer(scope: Scope, op: ir.Operation) -> None:
-    """Ops without float operands that make floats (iota): the result at scale 1."""
-    rule_unscaled(scope, op)
+    """Ops without float operands that make floats (iota): the result at scale 1, or at the
+    power of two that keeps an iota's largest value (its length - 1) in the data type."""
+    result = op.results[0]
+    if op.name != "stablehlo.iota" or not is_scalable_type(result.type):
+        rule_unscaled(scope, op)
+        return
+    t = ir.RankedTensorType(result.type)
+    largest = t.shape[ir.IntegerAttr(op.attributes["iota_dimension"]).value] - 1
+    data = dtype_name(scope.current_data_dtype())
+    # beyond the data type's range where the original's holds it: largest / 2^exp < 2^max_exp
+    overflows = LARGEST_FINITE[data] < largest <= LARGEST_FINITE.get(
+        dtype_name(t.element_type), math.inf)
+    exp = math.frexp(largest)[1] - EXPONENT_RANGES[data][1] if overflows else 0
+    rule_unscaled(scope, op, scale=Scale(exp))
 
 
 def rule_convert(scope: Scope, op: ir.Operation) -> None:
     source, result = op.operands[0], op.results[0]
+    if not scope.is_scaled(source) and is_scalable_type(result.type) and \
+            scope.integer_overflows(element_type(source), element_type(result)):
+        converted = scope.emit.convert(scope.plain(source), element_type(result))
+        scope.set(result, scope.encode_in_range(converted))
+        return
     if not scope.is_scaled(source) or not is_scalable_type(result.type):
         rule_unscaled(scope, op)  # int/bool/f64 -> float at scale 1, float -> int unscaled
         return

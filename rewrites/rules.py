@@ -54,7 +54,8 @@ SQUARE = Family("square", "same op on data", "square of the scale", impl.rule_sq
 DOT = Family("dot", "op on data times 2^-k, 2^k ~ sqrt(contracted size)",
              "product of scales times 2^k", impl.rule_dot)
 REDUCE = Family("reduce", "same op at a common scale; a sum over N elements times 2^-k, "
-                "2^k ~ sqrt(N)", "common scale (times 2^k for sums)", impl.rule_reduce)
+                "2^k ~ sqrt(N), accumulated in f32 for f16/bf16 data",
+                "common scale (times 2^k for sums)", impl.rule_reduce)
 SELECT_AND_SCATTER = Family("select-and-scatter", "same op: operand at its own scale, source "
                             "and init at a common one", "source's scale",
                             impl.rule_select_and_scatter)
@@ -64,9 +65,14 @@ NONLINEAR = Family("nonlinear", "unscaled in the original type, op applied, re-e
                    "1", impl.rule_nonlinear)
 CONSTANT = Family("constant", "constant / 2^e", "2^e from the largest finite magnitude "
                   "(static)", impl.rule_constant)
-PRODUCER = Family("producer", "op as is, converted to the data dtype", "1", impl.rule_producer)
+PRODUCER = Family("producer", "op as is, converted to the data dtype", "1; an iota longer than "
+                  "the data type's range: the static power of two that brings it in",
+                  impl.rule_producer)
 CONVERT = Family("convert", "float->float: data kept (narrowing rounds as the original); "
-                 "float->int: unscaled first; int->float: scale 1", "unchanged or 1",
+                 "float->int: unscaled first; int->float: scale 1, or where the integers can "
+                 "pass the data type's range (int32 in f16) the smallest power of two that "
+                 "keeps their largest magnitude in it, measured at run time",
+                 "unchanged, 1 or runtime",
                  impl.rule_convert)
 CUSTOM_CALL = Family("custom-call", "layout-only targets (Sharding, ...) pass data through; "
                      "others run unscaled and are reported", "unchanged or 1",

@@ -7,6 +7,7 @@ scales and unscaled copies are cached per block, and nested blocks see their par
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -27,7 +28,13 @@ from scalify_hlo.rewrites.registry import PassContext
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.ir import short_location
-from scalify_hlo.scale import EXPONENT_RANGES, ONE, Scale, saturate_exponent
+from scalify_hlo.scale import (
+    EXPONENT_RANGES,
+    LARGEST_FINITE,
+    ONE,
+    Scale,
+    saturate_exponent,
+)
 
 # Data types with f32's exponent range, where data may sit far from unit scale.
 WIDE_RANGE_DTYPES = ("f32", "bf16")
@@ -461,6 +468,38 @@ class Scope:
             data = self.emit.scale_tensor_static(self.emit.convert(value, self.state.types.f32),
                                                  -scale.exp)
         return Scaled(self.emit.convert(data, self.current_data_dtype()), scale)
+
+    def integer_overflows(self, integer: ir.Type, target: ir.Type) -> bool:
+        """Whether integers of element type ``integer`` converted to the float ``target`` can
+        leave the current data type's range at scale 1 where ``target``'s own range holds
+        them: an int32 step count is inf in f16 from 65520 on (a learning-rate schedule of
+        it then is 0 or NaN), while the original, in f32, has it."""
+        data_max = LARGEST_FINITE.get(dtype_name(self.current_data_dtype()), math.inf)
+        if not isinstance(integer, ir.IntegerType) or \
+                LARGEST_FINITE.get(dtype_name(target), math.inf) <= data_max:
+            return False
+        width = integer.width
+        largest = 2 ** width - 1 if integer.is_unsigned else 2 ** (width - 1)
+        return largest > data_max
+
+    def encode_in_range(self, value: ir.Value) -> Scaled:
+        """A float tensor converted from integers, as data at the smallest power-of-two scale
+        that keeps its largest magnitude below 2^(max exponent) of the data type, measured
+        at run time (the integers' range is not known before): scale 1 while it fits, so
+        that small integers stay exact."""
+        emit, types = self.emit, self.state.types
+        max_exp = EXPONENT_RANGES.get(dtype_name(self.current_data_dtype()), (0, 127))[1]
+        wide = emit.convert(value, types.f32)
+        largest = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum", 0.0)
+        i32 = types.scalar_i32
+        # nearest power of two of the largest magnitude, 2^e; 0 reads as 2^-127
+        excess = emit.binary("stablehlo.subtract", emit.exponent_of_pow2(emit.pow2_round(
+            largest)), emit.int_scalar(max_exp - 1), i32)
+        exponent = emit.binary("stablehlo.maximum", excess, emit.int_scalar(0), i32)
+        inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", exponent, i32))
+        data = emit.convert(emit.times_factor(wide, inverse), self.current_data_dtype())
+        self.state.context.bump("scalify.integer-range")
+        return Scaled(data, Scale.dynamic(exponent))
 
     def data_type(self, t: ir.Type) -> ir.Type:
         """The type a value of type ``t`` has in the rewritten program (its data half), in

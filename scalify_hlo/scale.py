@@ -129,6 +129,9 @@ def saturate_exponent(exp: int) -> tuple[int, bool]:
 
 # (smallest normal exponent, largest exponent) of each data dtype.
 EXPONENT_RANGES = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-14, 15)}
+# The largest finite value of each data dtype.
+LARGEST_FINITE = {"f32": float(np.finfo(np.float32).max), "bf16": 3.3895313892515355e38,
+                  "f16": 65504.0}
 
 
 def pow2_exponent_of_array(values: np.ndarray, data_dtype: str = "f32") -> int:

@@ -205,3 +205,51 @@ def test_a_constant_branch_stays_in_range_beside_a_zero_tensors_tiny_scale() -> 
             assert np.isfinite(np.asarray(g, np.float64)).all(), name
             np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
                                        rtol=2e-2, atol=1e-3, err_msg=name)
+
+
+def test_values_made_from_integers_stay_in_range_past_65504() -> None:
+    """An int32 step count converted to f32 is inf in f16 data at scale 1 from 65520 on, so a
+    learning-rate schedule of it (cosine decay, inverse square root) was 0 or NaN after 65k
+    steps; an iota as long as a long sequence overflowed the same way. Both now take a scale
+    that keeps them in f16's range (the count's measured at run time)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from scalify_hlo import Policy, compile_scaled, unscale_tree
+
+    w = jnp.full((4,), 0.5, jnp.float32)
+    cosine = optax.warmup_cosine_decay_schedule(0.0, 1.0, 1000, 200_000)
+    cases = {
+        "cosine schedule": (lambda c, w: w * cosine(c), jnp.int32(150_000)),
+        "inverse square root": (lambda c, w: w / jnp.sqrt(c.astype(jnp.float32)),
+                                jnp.int32(70_000)),
+        "small count": (lambda c, w: w / jnp.sqrt(c.astype(jnp.float32)), jnp.int32(3)),
+        "long iota": (lambda c, w: jnp.arange(100_000, dtype=jnp.float32)[-4:] * w,
+                      jnp.int32(0)),
+        "shifted ids": (lambda c, w: jnp.arange(70_000, 70_004) * w, jnp.int32(0)),
+    }
+    for name, (fn, count) in cases.items():
+        step = compile_scaled(fn, count, w, policy=Policy(fp8_dots=False))
+        got = np.asarray(unscale_tree(step(count, w)), np.float64)
+        want = np.asarray(jax.jit(fn)(count, w), np.float64)
+        np.testing.assert_allclose(got, want, rtol=5e-3, err_msg=name)
+
+
+def test_a_sum_of_many_same_sign_values_accumulates_in_f32() -> None:
+    """jnp.mean(|x|) over 512x512 values summed f16 data to about 2e5, past 65504: inf. Sums
+    of f16 data now accumulate in f32 (as the f32 original does), then move sqrt(N) to the
+    scale before rounding to f16."""
+    import jax
+    import jax.numpy as jnp
+
+    from scalify_hlo import Policy, compile_scaled, unscale_tree
+
+    x = jax.random.normal(jax.random.PRNGKey(0), (512, 512))
+    for name, fn in {"mean abs": lambda x: jnp.mean(jnp.abs(x)),
+                     "column sums": lambda x: jnp.sum(jnp.abs(x), axis=0),
+                     "sum": lambda x: jnp.sum(x + 3.0)}.items():
+        step = compile_scaled(fn, x, policy=Policy(fp8_dots=False))
+        got = np.asarray(unscale_tree(step(x)), np.float64)
+        want = np.asarray(jax.jit(fn)(x), np.float64)
+        np.testing.assert_allclose(got, want, rtol=2e-3, err_msg=name)

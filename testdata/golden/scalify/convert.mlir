@@ -198,13 +198,29 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xi32> {
 
 // -----
 
-// int -> float: data at scale 1.
+// int -> float: data at scale 1. In f16, where the integers can pass the data type's range
+// (int32, where the original has f32: an int32 step count is inf in f16 from 65520 on), the
+// data takes the smallest power-of-two scale that brings the largest magnitude below 2^15,
+// measured at run time: scale 1 while it fits.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[I:%.*]]: tensor<4xi32>) -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[F:%.*]] = stablehlo.convert [[I]] : (tensor<4xi32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    return [[F]], [[ONE]] : tensor<4xf32>, tensor<f32>
+
+// F16-LABEL: func.func public @main(%arg0: tensor<4xi32>) -> (tensor<4xf16>, tensor<f32>)
+// F16-NEXT:    [[F:%.*]] = stablehlo.convert %arg0 : (tensor<4xi32>) -> tensor<4xf32>
+// F16-NEXT:    [[ABS:%.*]] = stablehlo.abs [[F]] : tensor<4xf32>
+// F16:         [[AMAX:%.*]] = stablehlo.reduce([[ABS]] init: {{.*}}) applies stablehlo.maximum
+// F16-NEXT:    stablehlo.reduce_precision [[AMAX]], format = e8m0
+// F16:         [[C14:%.*]] = stablehlo.constant dense<14> : tensor<i32>
+// F16-NEXT:    [[EXCESS:%.*]] = stablehlo.subtract {{.*}}, [[C14]] : tensor<i32>
+// F16-NEXT:    [[ZERO:%.*]] = stablehlo.constant dense<0> : tensor<i32>
+// F16-NEXT:    [[E:%.*]] = stablehlo.maximum [[EXCESS]], [[ZERO]] : tensor<i32>
+// F16-NEXT:    stablehlo.negate [[E]] : tensor<i32>
+// F16:         [[DATA:%.*]] = stablehlo.multiply [[F]], {{.*}} : tensor<4xf32>
+// F16-NEXT:    stablehlo.convert [[DATA]] : (tensor<4xf32>) -> tensor<4xf16>
 func.func public @main(%arg0: tensor<4xi32>) -> tensor<4xf32> {
   %0 = stablehlo.convert %arg0 : (tensor<4xi32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
@@ -220,4 +236,31 @@ func.func public @main(%arg0: tensor<4xi32>) -> tensor<4xf32> {
 func.func public @main(%arg0: tensor<4xbf16>) -> tensor<4xf32> {
   %0 = stablehlo.convert %arg0 : (tensor<4xbf16>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+
+// -----
+
+// int16 fits f16 (|-32768| <= 65504), and an int32 -> f16 convert overflows in the
+// original too: both at scale 1.
+
+// F16-LABEL: func.func public @main(%arg0: tensor<4xi16>) -> (tensor<4xf16>, tensor<f32>)
+// F16-NEXT:    [[F:%.*]] = stablehlo.convert %arg0 : (tensor<4xi16>) -> tensor<4xf32>
+// F16-NEXT:    [[H:%.*]] = stablehlo.convert [[F]] : (tensor<4xf32>) -> tensor<4xf16>
+// F16-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// F16-NEXT:    return [[H]], [[ONE]]
+func.func public @main(%arg0: tensor<4xi16>) -> tensor<4xf32> {
+  %0 = stablehlo.convert %arg0 : (tensor<4xi16>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// F16-LABEL: func.func public @main(%arg0: tensor<4xi32>) -> (tensor<4xf16>, tensor<f32>)
+// F16-NEXT:    [[H:%.*]] = stablehlo.convert %arg0 : (tensor<4xi32>) -> tensor<4xf16>
+// F16-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// F16-NEXT:    return [[H]], [[ONE]]
+func.func public @main(%arg0: tensor<4xi32>) -> tensor<4xf16> {
+  %0 = stablehlo.convert %arg0 : (tensor<4xi32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
 }
