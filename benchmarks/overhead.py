@@ -18,6 +18,9 @@ calls the step, feeds the new state back and reads the loss, so one call is
 * ``compile_scaled, plain args``: plain arrays, split in the program by their RMS;
 * ``rewritten module only``: ``jax.jit(step.exported.call)`` on the flat (data, scale) arrays,
   one buffer per scale, no pytrees and no argument check: what the rewritten program costs;
+* ``compile_scaled's program only``: the jitted program that ``compile_scaled, ScaledArray
+  args`` runs (scales in a bank), called on its flat arguments: the step without its Python
+  (flattening the arguments, making the output ScaledArrays);
 * ``compile_scaled, common-scale=max``: ScaledArray args under the other common-scale rule;
 * ``..., all outputs``: ``jax.block_until_ready`` of every output, for ``jax.jit(fn)`` and
   ``compile_scaled``: flattening a ``ScaledArray`` reads its scale, so this also reads the
@@ -80,6 +83,7 @@ BASELINE = "jax.jit(fn)"
 SCALED = "compile_scaled, ScaledArray args"
 PLAIN = "compile_scaled, plain args"
 MODULE = "rewritten module only"
+PROGRAM = "compile_scaled's program only"
 MAX = "compile_scaled, common-scale=max"
 ALL_SUFFIX = ", all outputs"
 BASELINE_ALL = BASELINE + ALL_SUFFIX
@@ -197,6 +201,24 @@ def kernel_launch_us(args: argparse.Namespace) -> float:
     return (statistics.median(wall["twelve"]) - statistics.median(wall["one"])) / extra * 1e6
 
 
+def python_in_loop_us(step: Any, state: tuple[Any, ...], calls: int = 2000) -> float:
+    """Microseconds of the wrapper's Python per call (flattening the arguments, making the
+    output ScaledArrays) timed where a training loop runs it, between steps: after XLA:CPU
+    has run a step on the same cores, the same code takes several times as long as in a
+    tight loop of its own (``wrapper_python_us``)."""
+    clock, total = time.perf_counter, 0.0
+    for _ in range(calls):
+        start = clock()
+        flat, banks, layout = step._flatten(state)
+        middle = clock()
+        outputs, vector = step._programs[layout](flat, banks)
+        resumed = clock()
+        tree = step._out_tree.unflatten(step._in_bank(outputs, vector))
+        total += middle - start + clock() - resumed
+        loss_of(tree).block_until_ready()
+    return total / calls * 1e6
+
+
 def loss_of(tree: Any) -> jax.Array:
     """The last leaf of a step's outputs (the loss) as an array: a ScaledArray's data."""
     leaf = jax.tree.leaves(tree, is_leaf=is_scaled_leaf)[-1]
@@ -217,6 +239,8 @@ def measure(batch: int, sizes: tuple[int, ...], args: argparse.Namespace) -> dic
     # the state as the step hands it back in a training loop: its scales in one bank
     state = (step(*scaled)[0], *scaled[1:])
     max_state = (with_max(*scaled)[0], *scaled[1:])
+    flat_state, banks, layout = step._flatten(state)
+    program = step._program(layout)
 
     reference = baseline(*plain)
     error = max(max_rel_diff(unscale_tree(step(*scaled)), reference),
@@ -228,6 +252,7 @@ def measure(batch: int, sizes: tuple[int, ...], args: argparse.Namespace) -> dic
         SCALED: lambda: loss_of(step(*state)).block_until_ready(),
         PLAIN: lambda: loss_of(step(*plain)).block_until_ready(),
         MODULE: lambda: module(*flat)[-1].block_until_ready(),
+        PROGRAM: lambda: program(flat_state, banks)[0][-1].block_until_ready(),
         MAX: lambda: loss_of(with_max(*max_state)).block_until_ready(),
         BASELINE_ALL: lambda: jax.block_until_ready(baseline(*plain)),
         SCALED_ALL: lambda: jax.block_until_ready(step(*state)),
@@ -246,13 +271,13 @@ def measure(batch: int, sizes: tuple[int, ...], args: argparse.Namespace) -> dic
     } for name in calls]
     compiled = {BASELINE: baseline.lower(*plain), SCALED: step.lower(*state),
                 PLAIN: step.lower(*plain), MODULE: module.lower(*flat),
+                PROGRAM: program.lower(flat_state, banks),
                 MAX: with_max.lower(*max_state)}
     compiled[BASELINE_ALL], compiled[SCALED_ALL] = compiled[BASELINE], compiled[SCALED]
     hlo = {name: hlo_counts(lowered.compile().as_text()).as_dict()
            for name, lowered in compiled.items()}
     scaled_ratio = next(v["ratio"] for v in variants if v["variant"] == SCALED)
-    flat_state, banks, layout = step._flatten(state)
-    outputs, vector = step._program(layout)(flat_state, banks)
+    outputs, vector = program(flat_state, banks)
     python_us = (per_call_us(lambda: step._flatten(state)) + per_call_us(
         lambda: step._out_tree.unflatten(step._in_bank(list(outputs), vector))))
     return {
@@ -262,6 +287,8 @@ def measure(batch: int, sizes: tuple[int, ...], args: argparse.Namespace) -> dic
         "check_us": per_call_us(lambda: step._check_leaves(flat_state, layout)),
         # the wrapper's Python per call: flatten the arguments, make the output ScaledArrays
         "wrapper_python_us": python_us,
+        # the same Python timed inside a training loop, between one step and the next
+        "wrapper_python_in_loop_us": python_in_loop_us(step, state),
         "variants": variants, "hlo": hlo, "target_met": scaled_ratio <= MAX_RATIO,
         # what compile_scaled adds on top of the rewritten program (pytrees, check, scales)
         "wrapper_ratio": paired_ratio(wall[SCALED], wall[MODULE]),
@@ -334,9 +361,16 @@ def doc_section(result: dict[str, Any]) -> str:
         f"loss's scale), at about {result['kernel_launch_us']:.1f} us per kernel on this "
         "machine (a jitted function with eleven extra scalar kernels against one with a "
         f"single kernel), and {first['wrapper_python_us']:.1f} us of Python in the wrapper "
-        "(flattening the arguments, making the output ScaledArrays). The scale arithmetic "
-        "itself is i32 exponent "
-        "arithmetic that XLA fuses into the kernels that use it.",
+        "(flattening the arguments, making the output ScaledArrays) in a tight loop of its "
+        f"own, {first['wrapper_python_in_loop_us']:.1f} us where a training loop runs it, "
+        "between steps (the same code, after XLA:CPU has run a step on the same cores). The "
+        "scale arithmetic itself is i32 exponent arithmetic that XLA fuses into the kernels "
+        "that use it.",
+        "* The program that `compile_scaled` runs, called on its flat arguments without the "
+        "wrapper (*compile_scaled's program only*): " + "; ".join(
+            f"{m['model']}: {ratio(m, PROGRAM):.3f}" for m in result["models"])
+        + ". What the ratio of *compile_scaled, ScaledArray args* has beyond it is the "
+        "wrapper's Python.",
         "* *common-scale=max* (exact even for operands more than 2^126 apart) computes each "
         "weight's new scale where the default keeps it; those go into the same bank kernel: "
         f"{first['hlo'][MAX]['executed']} kernels on the small MLP.",

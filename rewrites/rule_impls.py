@@ -431,7 +431,7 @@ def rule_producer(scope: Scope, op: ir.Operation) -> None:
 def rule_convert(scope: Scope, op: ir.Operation) -> None:
     source, result = op.operands[0], op.results[0]
     if not scope.is_scaled(source) and is_scalable_type(result.type) and \
-            scope.integer_overflows(element_type(source), element_type(result)):
+            scope.conversion_overflows(element_type(source), element_type(result)):
         converted = scope.emit.convert(scope.plain(source), element_type(result))
         scope.set(result, scope.encode_in_range(converted))
         return

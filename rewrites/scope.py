@@ -469,24 +469,25 @@ class Scope:
                                                  -scale.exp)
         return Scaled(self.emit.convert(data, self.current_data_dtype()), scale)
 
-    def integer_overflows(self, integer: ir.Type, target: ir.Type) -> bool:
-        """Whether integers of element type ``integer`` converted to the float ``target`` can
-        leave the current data type's range at scale 1 where ``target``'s own range holds
-        them: an int32 step count is inf in f16 from 65520 on (a learning-rate schedule of
-        it then is 0 or NaN), while the original, in f32, has it."""
+    def conversion_overflows(self, source: ir.Type, target: ir.Type) -> bool:
+        """Whether values of the unscaled element type ``source`` (an integer, f64) converted
+        to the float ``target`` can leave the current data type's range at scale 1 where
+        ``target``'s own range holds them: an int32 step count is inf in f16 from 65520 on
+        (a learning-rate schedule of it then is 0 or NaN), while the original, in f32, has
+        it."""
         data_max = LARGEST_FINITE.get(dtype_name(self.current_data_dtype()), math.inf)
-        if not isinstance(integer, ir.IntegerType) or \
-                LARGEST_FINITE.get(dtype_name(target), math.inf) <= data_max:
+        if LARGEST_FINITE.get(dtype_name(target), math.inf) <= data_max:
             return False
-        width = integer.width
-        largest = 2 ** width - 1 if integer.is_unsigned else 2 ** (width - 1)
-        return largest > data_max
+        if isinstance(source, ir.IntegerType):
+            width = source.width
+            return (2 ** width - 1 if source.is_unsigned else 2 ** (width - 1)) > data_max
+        return isinstance(source, ir.F64Type)
 
     def encode_in_range(self, value: ir.Value) -> Scaled:
-        """A float tensor converted from integers, as data at the smallest power-of-two scale
-        that keeps its largest magnitude below 2^(max exponent) of the data type, measured
-        at run time (the integers' range is not known before): scale 1 while it fits, so
-        that small integers stay exact."""
+        """A float tensor converted from integers (or f64), as data at the smallest
+        power-of-two scale that keeps its largest magnitude below 2^(max exponent) of the data
+        type, measured at run time (the values' range is not known before): scale 1 while
+        it fits, so that small integers stay exact."""
         emit, types = self.emit, self.state.types
         max_exp = EXPONENT_RANGES.get(dtype_name(self.current_data_dtype()), (0, 127))[1]
         wide = emit.convert(value, types.f32)

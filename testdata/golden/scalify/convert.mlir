@@ -264,3 +264,23 @@ func.func public @main(%arg0: tensor<4xi32>) -> tensor<4xf16> {
   %0 = stablehlo.convert %arg0 : (tensor<4xi32>) -> tensor<4xf16>
   return %0 : tensor<4xf16>
 }
+
+// -----
+
+// f64 -> f32 (jax_enable_x64) can pass f16's range the same way: measured at run time.
+
+// CHECK-LABEL: func.func public @main(%arg0: tensor<4xf64>) -> (tensor<4xf32>, tensor<f32>)
+// CHECK-NEXT:    [[F:%.*]] = stablehlo.convert %arg0 : (tensor<4xf64>) -> tensor<4xf32>
+// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    return [[F]], [[ONE]]
+
+// F16-LABEL: func.func public @main(%arg0: tensor<4xf64>) -> (tensor<4xf16>, tensor<f32>)
+// F16-NEXT:    [[F:%.*]] = stablehlo.convert %arg0 : (tensor<4xf64>) -> tensor<4xf32>
+// F16-NEXT:    [[ABS:%.*]] = stablehlo.abs [[F]] : tensor<4xf32>
+// F16:         stablehlo.reduce([[ABS]] init: {{.*}}) applies stablehlo.maximum
+// F16:         [[DATA:%.*]] = stablehlo.multiply [[F]], {{.*}} : tensor<4xf32>
+// F16-NEXT:    stablehlo.convert [[DATA]] : (tensor<4xf32>) -> tensor<4xf16>
+func.func public @main(%arg0: tensor<4xf64>) -> tensor<4xf32> {
+  %0 = stablehlo.convert %arg0 : (tensor<4xf64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
