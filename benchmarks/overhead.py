@@ -354,23 +354,24 @@ def doc_section(result: dict[str, Any]) -> str:
         "* Plain-array arguments are split in the program (an RMS reduction per floating "
         "argument: the *executed ops* column). Keep the training state as `ScaledArray`s "
         "(`scale_args` once, then feed the step's outputs back) to avoid it.",
-        "* What is left on the small MLP, fixed per call: "
-        f"{first['hlo'][SCALED]['executed'] - first['hlo'][BASELINE]['executed']} more "
-        f"kernel(s) ({first['hlo'][SCALED]['executed']} against "
-        f"{first['hlo'][BASELINE]['executed']}: the one that builds the bank, with the "
-        f"loss's scale), at about {result['kernel_launch_us']:.1f} us per kernel on this "
-        "machine (a jitted function with eleven extra scalar kernels against one with a "
-        f"single kernel), and {first['wrapper_python_us']:.1f} us of Python in the wrapper "
-        "(flattening the arguments, making the output ScaledArrays) in a tight loop of its "
-        f"own, {first['wrapper_python_in_loop_us']:.1f} us where a training loop runs it, "
-        "between steps (the same code, after XLA:CPU has run a step on the same cores). The "
-        "scale arithmetic itself is i32 exponent arithmetic that XLA fuses into the kernels "
-        "that use it.",
         "* The program that `compile_scaled` runs, called on its flat arguments without the "
         "wrapper (*compile_scaled's program only*): " + "; ".join(
             f"{m['model']}: {ratio(m, PROGRAM):.3f}" for m in result["models"])
-        + ". What the ratio of *compile_scaled, ScaledArray args* has beyond it is the "
-        "wrapper's Python.",
+        + f". It runs {first['hlo'][SCALED]['executed'] - first['hlo'][BASELINE]['executed']} "
+        f"more kernel(s) on the small MLP ({first['hlo'][SCALED]['executed']} against "
+        f"{first['hlo'][BASELINE]['executed']}: the one that builds the bank, with the loss's "
+        "scale); a jitted function with eleven extra scalar kernels against one with a single "
+        f"kernel costs {result['kernel_launch_us']:.1f} us per kernel on this machine. The "
+        "scale arithmetic itself is i32 exponent arithmetic that XLA fuses into the kernels "
+        "that use it.",
+        "* On top of that program, *compile_scaled, ScaledArray args* runs the wrapper's "
+        f"Python (flattening the arguments, making the output ScaledArrays): "
+        f"{first['wrapper_python_us']:.1f} us on the small MLP in a tight loop of its own, "
+        f"{first['wrapper_python_in_loop_us']:.1f} us where a training loop runs it, between "
+        "steps, after XLA:CPU has run a step on the same cores (on the large MLP the "
+        "same code runs while XLA computes: "
+        + "; ".join(f"{m['model']}: {m['wrapper_python_in_loop_us']:.1f} us"
+                    for m in result["models"][1:]) + ", hidden behind the step).",
         "* *common-scale=max* (exact even for operands more than 2^126 apart) computes each "
         "weight's new scale where the default keeps it; those go into the same bank kernel: "
         f"{first['hlo'][MAX]['executed']} kernels on the small MLP.",
