@@ -31,8 +31,6 @@ from scalify_hlo.rewrites.regions import (
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 
 from scalify_hlo.scale import (
-    EXPONENT_RANGES,
-    LARGEST_FINITE,
     ONE,
     Scale,
     pow2_exponent_of_array,
@@ -420,18 +418,25 @@ def rule_producer(scope: Scope, op: ir.Operation) -> None:
         return
     t = ir.RankedTensorType(result.type)
     largest = t.shape[ir.IntegerAttr(op.attributes["iota_dimension"]).value] - 1
-    data = dtype_name(scope.current_data_dtype())
-    # beyond the data type's range where the original's holds it: largest / 2^exp < 2^max_exp
-    overflows = LARGEST_FINITE[data] < largest <= LARGEST_FINITE.get(
-        dtype_name(t.element_type), math.inf)
-    exp = math.frexp(largest)[1] - EXPONENT_RANGES[data][1] if overflows else 0
+    # largest / 2^exp < 2^max_exp: the data type holds every value
+    exp = (math.frexp(largest)[1] - scope.max_exponent()
+           if scope.passes_data_range(largest, t.element_type) else 0)
     rule_unscaled(scope, op, scale=Scale(exp))
+
+
+def _largest_magnitude(t: ir.Type) -> float:
+    """The largest magnitude an unscaled element type can hold: an integer's (|-2^(w-1)| for
+    signed ones), f64's (beyond every data type's); 0 for any other type."""
+    if isinstance(t, ir.IntegerType):
+        return float(2 ** t.width - 1 if t.is_unsigned else 2 ** (t.width - 1))
+    return math.inf if isinstance(t, ir.F64Type) else 0.0
 
 
 def rule_convert(scope: Scope, op: ir.Operation) -> None:
     source, result = op.operands[0], op.results[0]
     if not scope.is_scaled(source) and is_scalable_type(result.type) and \
-            scope.conversion_overflows(element_type(source), element_type(result)):
+            scope.passes_data_range(_largest_magnitude(element_type(source)),
+                                    element_type(result)):
         converted = scope.emit.convert(scope.plain(source), element_type(result))
         scope.set(result, scope.encode_in_range(converted))
         return

@@ -423,7 +423,7 @@ class Scope:
         tensor's norms (scale 2^-126 in f16) and saturates to inf. Sentinels beyond the data
         type's range at scale 1 (a mask's -1e9) have no floor: they saturate to +-inf, which
         keeps their sign and order, instead of pushing the runtime data below the range."""
-        max_exp = EXPONENT_RANGES.get(dtype_name(self.current_data_dtype()), (0, 127))[1]
+        max_exp = self.max_exponent()
         floors = [v.scale.exp - (max_exp - 1) for v in constants if v.scale.exp < max_exp]
         return max(floors) if floors else None
 
@@ -469,19 +469,19 @@ class Scope:
                                                  -scale.exp)
         return Scaled(self.emit.convert(data, self.current_data_dtype()), scale)
 
-    def conversion_overflows(self, source: ir.Type, target: ir.Type) -> bool:
-        """Whether values of the unscaled element type ``source`` (an integer, f64) converted
-        to the float ``target`` can leave the current data type's range at scale 1 where
-        ``target``'s own range holds them: an int32 step count is inf in f16 from 65520 on
-        (a learning-rate schedule of it then is 0 or NaN), while the original, in f32, has
-        it."""
-        data_max = LARGEST_FINITE.get(dtype_name(self.current_data_dtype()), math.inf)
-        if LARGEST_FINITE.get(dtype_name(target), math.inf) <= data_max:
-            return False
-        if isinstance(source, ir.IntegerType):
-            width = source.width
-            return (2 ** width - 1 if source.is_unsigned else 2 ** (width - 1)) > data_max
-        return isinstance(source, ir.F64Type)
+    def max_exponent(self) -> int:
+        """The largest exponent of the current data type (15 for f16)."""
+        return EXPONENT_RANGES.get(dtype_name(self.current_data_dtype()), (0, 127))[1]
+
+    def passes_data_range(self, largest: float, target: ir.Type) -> bool:
+        """Whether values of the float type ``target`` up to ``largest`` in magnitude can pass
+        the current data type's range at scale 1 where ``target``'s own range holds them (an
+        int32 step count converted to f32 is inf in f16 data from 65520 on, and a
+        learning-rate schedule of it 0 or NaN); where ``target``'s does not, the original
+        overflows the same way."""
+        within_target = min(largest, LARGEST_FINITE.get(dtype_name(target), math.inf))
+        return within_target > LARGEST_FINITE.get(dtype_name(self.current_data_dtype()),
+                                                  math.inf)
 
     def encode_in_range(self, value: ir.Value) -> Scaled:
         """A float tensor converted from integers (or f64), as data at the smallest
@@ -489,7 +489,7 @@ class Scope:
         type, measured at run time (the values' range is not known before): scale 1 while
         it fits, so that small integers stay exact."""
         emit, types = self.emit, self.state.types
-        max_exp = EXPONENT_RANGES.get(dtype_name(self.current_data_dtype()), (0, 127))[1]
+        max_exp = self.max_exponent()
         wide = emit.convert(value, types.f32)
         largest = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum", 0.0)
         i32 = types.scalar_i32
