@@ -6,12 +6,33 @@ runs on a fresh machine with nothing else present."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 from scalify_hlo.cli.common import UserError, write_output
 
 DEFAULT_MODES = ("fp32", "scalify-fp8")
+
+
+class StepEta:
+    """Time left in a run of ``steps`` steps, estimated from the steps after the first (which
+    compiles the step and would dominate any average that includes it)."""
+
+    def __init__(self, steps: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.steps, self.clock = steps, clock
+        self.first_done: float | None = None
+
+    def update(self, step: int) -> str:
+        """Call after step ``step`` (1-based) finishes; returns ``mm:ss`` or ``--:--``."""
+        now = self.clock()
+        if self.first_done is None or step <= 1:
+            self.first_done = now
+            return "--:--"
+        left = (now - self.first_done) / (step - 1) * (self.steps - step)
+        minutes, seconds = divmod(int(round(left)), 60)
+        return f"{minutes:02d}:{seconds:02d}"
 
 
 def _import_training():
@@ -74,11 +95,14 @@ def demo(data_source: str, epochs: int, batch_size: int, hidden: str, mode_names
     live = click.get_text_stream("stderr").isatty()  # else a changing label is reprinted
     for mode in selected:
         stream = click.get_text_stream("stderr")
+        # click's own ETA averages from the start, so the first step's XLA compile (seconds,
+        # against milliseconds per step after it) made a 1 s run read 00:16:48 at the start.
+        eta = StepEta(steps)
         with click.progressbar(length=steps, label=f"{mode.name:<12}", file=stream,
-                               show_eta=True, hidden=no_progress) as bar:
-            def progress(step: int, loss: float, bar=bar, name=mode.name) -> None:
+                               hidden=no_progress) as bar:
+            def progress(step: int, loss: float, bar=bar, name=mode.name, eta=eta) -> None:
                 if live:
-                    bar.label = f"{name:<12} loss {loss:7.4f}"
+                    bar.label = f"{name:<12} loss {loss:7.4f}  eta {eta.update(step)}"
                 bar.update(1)
 
             results.append(loop.run(task, mode, steps, seed, eval_every=per_epoch,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.files import atomic_write
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 70
@@ -32,23 +31,7 @@ def write_output(path: str, data: bytes) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
     try:
-        handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+        atomic_write(path, data)
     except OSError as exc:
         raise UserError(f"cannot write '{path}': {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(temp_name, 0o666 & ~_current_umask())  # mkstemp creates files as 0600
-        os.replace(temp_name, target)
-    except OSError as exc:
-        Path(temp_name).unlink(missing_ok=True)
-        raise UserError(f"cannot write '{path}': {exc.strerror or exc}") from None
-
-
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

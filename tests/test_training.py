@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scalify_hlo.cli.commands_demo import StepEta
 from scalify_hlo.examples.char_gpt import GPTConfig, gpt_task
 from scalify_hlo.examples.mnist_mlp import mlp_task
 
@@ -117,6 +120,24 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     results = json.loads((out / "demo_results.json").read_text())
     assert [r["mode"] for r in results] == ["fp32", "scalify-fp8"]
     assert "Traceback" not in proc.stderr
+    # Both files as open() would make them (the plot was 0600: written through mkstemp).
+    modes = {stat.S_IMODE((out / name).stat().st_mode)
+             for name in ("demo_loss.png", "demo_results.json")}
+    assert modes == {0o666 & ~_umask()}
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_demo_eta_leaves_out_the_compiling_first_step() -> None:
+    ticks = iter([10.0, 10.5, 11.0])  # step 1 ends after a 10 s compile, then 0.5 s a step
+    eta = StepEta(101, clock=lambda: next(ticks))
+    assert eta.update(1) == "--:--"
+    assert eta.update(2) == "00:50"  # 99 steps left at 0.5 s, not at (10.5 / 2) s
+    assert eta.update(3) == "00:49"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
+import io
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from scalify_hlo.files import atomic_write
 from scalify_hlo.training.loop import RunResult
 
 
@@ -96,13 +96,10 @@ def plot_losses(results: Sequence[RunResult], path: Path, title: str) -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=path.parent)
-    os.close(fd)
+    buffer = io.BytesIO()
     try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, path)
+        fig.savefig(buffer, format="png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    atomic_write(path, buffer.getvalue())
     return path
