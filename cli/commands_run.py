@@ -11,13 +11,16 @@ import importlib.util
 import inspect
 import re
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 import click
 import numpy as np
+import scalify_hlo.rewrites
 from scalify_hlo.cli.common import UserError, read_input, write_output
 
+import scalify_hlo
 from scalify_hlo import inputs as host
 
 _DOTTED_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -28,8 +31,31 @@ EXAMPLE_ARGS_SUFFIX = "_example_args"
 
 
 def _one_line(exc: BaseException) -> str:
+    """``Type: first line of the message``, and where in the user's code it was raised."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    where = _user_frame(exc)
+    return f"{text} (at {where})" if where else text
+
+
+# Frames in these folders are Python's, an installed package's or this tool's, not the user's.
+_NOT_USER_CODE = tuple({Path(p).resolve() for p in (
+    sys.prefix, sys.base_prefix, sys.exec_prefix, Path(__file__).parent,
+    Path(scalify_hlo.__file__).parent, Path(scalify_hlo.rewrites.__file__).parent)})
+
+
+def _user_frame(exc: BaseException) -> str | None:
+    """``FILE:LINE`` of the innermost traceback frame in the user's own code, if any."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        path = Path(frame.filename).resolve()
+        if frame.filename.startswith("<") or any(path.is_relative_to(p) for p in _NOT_USER_CODE):
+            continue
+        try:
+            shown = path.relative_to(Path.cwd().resolve())
+        except ValueError:
+            shown = path
+        return f"{shown}:{frame.lineno}"
+    return None
 
 
 def _import_file(path: Path) -> Any:

@@ -44,7 +44,8 @@ def print_stats(results: list[ChunkResult]) -> None:
     lines += [f"{n:<{width}}  {before.get(n, 0):>8}  {after.get(n, 0):>8}" for n in names]
     total_before, total_after = sum(before.values()), sum(after.values())
     ratio = f"  ({total_after / total_before:.2f}x)" if total_before else ""
-    lines.append(f"{'total':<{width}}  {total_before:>8}  {total_after:>8}{ratio}")
+    lines.append(f"{'total':<{width}}  {total_before:>8}  {total_after:>8}{ratio}  "
+                 f"{hlo_ir.OPS_COUNTED}")
     lines += [f"{name}: {value}" for name, value in sorted(stats.items())]
     click.echo("\n".join(lines), err=True)
 
@@ -136,8 +137,13 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)
         sys.exit(EXIT_USER_ERROR)
+    except click.exceptions.UsageError as exc:  # click's own is a usage block: 4 lines
+        command = exc.ctx.command_path if exc.ctx is not None else "scalify-hlo"
+        message = " ".join(exc.format_message().split())
+        click.echo(f"error: {message} (see '{command} --help')", err=True)
+        sys.exit(exc.exit_code)
     except click.exceptions.ClickException as exc:
-        exc.show()
+        click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(exc.exit_code)
     except ScalifyError as exc:
         click.echo(f"error: {exc}", err=True)

@@ -22,6 +22,7 @@ from jax.extend.mlir.dialects import stablehlo
 
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.ir import OPS_COUNTED
 from scalify_hlo.policy import Policy
 from scalify_hlo.scaled_array import ScaleBank, ScaledArray, as_scaled, is_scaled_leaf
 from scalify_hlo.scaled_array import banked as _banked
@@ -81,7 +82,7 @@ class Report:
         before, after = sum(self.ops_before.values()), sum(self.ops_after.values())
         fp8, dots = self.fp8_dots
         lines = [
-            f"ops: {before} -> {after} ({after / max(before, 1):.2f}x)",
+            f"{OPS_COUNTED}: {before} -> {after} ({after / max(before, 1):.2f}x)",
             f"fp8 dots: {fp8} / {dots}",
             f"fallbacks (ops run unscaled): {len(self.fallbacks)}",
             f"rescale points: {self.stats.get('rescale.points', 0)}",

@@ -262,8 +262,13 @@ def split_input(text: str) -> list[SourceChunk]:
     return chunks
 
 
+# What count_ops counts, as ``--stats`` and ``ScaledStep.report()`` both name it.
+OPS_COUNTED = "operations (all in the module, functions and returns included)"
+
+
 def count_ops(module: ir.Module) -> dict[str, int]:
-    """Operation counts by name over the whole module, the module op itself excluded."""
+    """Operation counts by name over the whole module, the module op itself excluded: the one
+    way the tool counts ops (``OPS_COUNTED``)."""
     names: list[str] = []
     record = names.append
     advance = ir.WalkResult.ADVANCE

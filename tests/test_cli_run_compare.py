@@ -62,6 +62,7 @@ def raises():
     raise RuntimeError("no step today")
 '''
 
+RAISE_LINE = USER_MODULE.splitlines().index('    raise RuntimeError("no step today")') + 1
 Result = subprocess.CompletedProcess
 
 
@@ -266,7 +267,8 @@ ERRORS: dict[str, tuple[str, ...]] = {
     "needs_arguments": ("needs_arguments_example_args",),
     "returns_int": ("returns_int()", "int", "(step_fn, example_args)"),
     "returns_three": ("returns_three()", "tuple of 3"),
-    "factory_raises": ("raises()", "no step today"),
+    # where in the user's file it was raised, not just what
+    "factory_raises": ("raises()", "no step today", f"(at user_steps.py:{RAISE_LINE})"),
 }
 
 

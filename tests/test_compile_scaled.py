@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,7 @@ from scalify_hlo import (
 )
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.ir import OPS_COUNTED
 from scalify_hlo.scaled_array import ZERO_SCALE, is_scaled_leaf
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
 
@@ -416,7 +418,23 @@ def test_report_counts_ops(mlp: Case) -> None:
     assert sum(report.ops_after.values()) > sum(report.ops_before.values())
     assert report.fp8_dots == (0, 0) and report.fallbacks == []
     text = str(report)
-    assert text.startswith("ops: ") and "fp8 dots: 0 / 0" in text
+    assert text.startswith("operations (all in the module") and "fp8 dots: 0 / 0" in text
+
+
+def test_cli_stats_and_the_report_count_ops_one_way(mlp: Case, tmp_path: Path) -> None:
+    """``--stats`` on the module compile_scaled exported says what ``report()`` says, under
+    the same name (they used to be labelled differently and read as different counts)."""
+    step = mlp.step
+    (tmp_path / "step.mlir").write_text(step.stage("exported"))
+    result = subprocess.run([sys.executable, "-m", "scalify_hlo.cli", "rewrite", "step.mlir",
+                             "--pipeline", step.pipeline, "--stats", "-o", "out.mlir"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = step.report()
+    before, after = sum(report.ops_before.values()), sum(report.ops_after.values())
+    total = next(line for line in result.stderr.splitlines() if line.startswith("total "))
+    assert total.split()[1:3] == [str(before), str(after)] and OPS_COUNTED in total
+    assert str(report).splitlines()[0].startswith(f"{OPS_COUNTED}: {before} -> {after}")
 
 
 def test_report_of_the_default_policy_puts_every_dot_in_fp8(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -13,3 +14,12 @@ def test_ops_md_is_up_to_date() -> None:
     result = subprocess.run([sys.executable, str(ROOT / "docs" / "generate_ops.py"), "--check"],
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_readme_test_command_reports_what_ran() -> None:
+    """The README's ``python -m pytest`` must end in a summary a user can read: pass count,
+    and why each test was skipped (-q in addopts printed only dots)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]
+    options = config["ini_options"].get("addopts", "").split()
+    assert not any(o in ("-q", "--quiet") or o.startswith("-qq") for o in options), options
+    assert "-ra" in options, options
