@@ -23,3 +23,17 @@ def test_the_readme_test_command_reports_what_ran() -> None:
     options = config["ini_options"].get("addopts", "").split()
     assert not any(o in ("-q", "--quiet") or o.startswith("-qq") for o in options), options
     assert "-ra" in options, options
+
+
+def test_every_default_pass_is_described() -> None:
+    """The README's pass table and how-it-works describe each pass the default policy runs
+    (fp8-dots and rescale were missing from both)."""
+    from scalify_hlo.rewrites import DEFAULT_PIPELINE, parse_pipeline
+
+    readme = (ROOT / "README.md").read_text()
+    how = (ROOT / "docs" / "how-it-works.md").read_text()
+    diagram = how.split("```")[1]
+    for invocation in parse_pipeline(DEFAULT_PIPELINE):
+        name = invocation.info.name
+        assert f"| `{name}` |" in readme, name
+        assert f"**{name}**" in how and f"──{name}──" in diagram, name
