@@ -374,13 +374,15 @@ class ScaledStep:
         converted = [as_scaled(leaf, dtype) if spec.scaled else leaf
                      for leaf, spec, dtype in zip(leaves, self._in_specs, self._data_dtypes,
                                                   strict=True)]
+        converted = [ScaledArray(_committed(v.data), _committed(v.scale))
+                     if isinstance(v, ScaledArray) else v for v in converted]
         if all(slot is None for slot in self._arg_slots):
             return tuple(jax.tree.unflatten(self._in_tree, converted))
         scales = [jnp.float32(1.0)] * self._bank_size
         for value, slot in zip(converted, self._arg_slots, strict=True):
             if slot is not None:
                 scales[slot] = jnp.asarray(value.scale, jnp.float32)
-        bank = ScaleBank(jnp.stack(scales))
+        bank = ScaleBank(_committed(jnp.stack(scales)))
         leaves = [value if slot is None else ScaledArray.in_bank(value.data, bank, slot)
                   for value, slot in zip(converted, self._arg_slots, strict=True)]
         return tuple(jax.tree.unflatten(self._in_tree, leaves))
@@ -412,6 +414,16 @@ def _check_key(name: str, value: Any, spec: LeafSpec) -> None:
     if impl != spec.key_impl or shape != spec.shape:
         raise ScalifyError(f"{name}: a {impl} key array of shape {shape} where the step takes "
                            f"{spec.key_impl} keys of shape {spec.shape}")
+
+
+def _committed(value: Any) -> Any:
+    """``value`` committed to the device it is on. A step's outputs are committed arrays, and
+    ``jax.jit`` compiles again when an argument's commitment changes: ``scale_args`` hands
+    out committed arrays so that the first call and a loop feeding outputs back run one
+    program (it compiled twice)."""
+    if isinstance(value, jax.Array) and not value.committed:
+        return jax.device_put(value, value.sharding)
+    return value
 
 
 def _first_same_scale(module: ir.Module, out_specs: list[LeafSpec]) -> list[int]:
