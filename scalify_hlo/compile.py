@@ -105,10 +105,10 @@ def _leaf_specs(tree: Any) -> tuple[list[LeafSpec], Any]:
         elif _is_key(leaf):
             specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf)),
                                   np.dtype(np.uint32), str(jax.random.key_impl(leaf))))
-        else:
+        else:  # the dtype jax.jit gives the leaf (a numpy float64 is float32 without x64)
+            dtype = jnp.asarray(leaf).dtype if not hasattr(leaf, "dtype") else leaf.dtype
             specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf)),
-                                  np.dtype(jnp.asarray(leaf).dtype if not hasattr(leaf, "dtype")
-                                           else leaf.dtype)))
+                                  np.dtype(jax.dtypes.canonicalize_dtype(dtype))))
     return specs, treedef
 
 
@@ -367,12 +367,17 @@ class ScaledStep:
         (an argument at the index of the output with its path and shape). Start training
         state this way and a loop that feeds the step's outputs back runs one compiled
         program from the first call on."""
-        flat, _, layout = self._flatten(args)
+        self._flatten(args)  # the structure, with the path of a difference
+        given = self._in_tree.flatten_up_to(args)
+        leaves = [_as_jax_value(leaf) for leaf in given]
+        flat, _, layout = self._flatten(tuple(self._in_tree.unflatten(leaves)))
         self._check_leaves(flat, layout)
-        leaves = self._in_tree.flatten_up_to(args)
-        converted = [as_scaled(leaf, dtype) if spec.scaled else leaf
-                     for leaf, spec, dtype in zip(leaves, self._in_specs, self._data_dtypes,
-                                                  strict=True)]
+        # A host value becomes an array of the step's dtype, not weakly typed: the dtype
+        # the step returns it in, so that feeding outputs back runs the same program.
+        converted = [as_scaled(leaf, dtype) if spec.scaled else
+                     jnp.asarray(leaf, spec.dtype) if _is_host_value(value) else leaf
+                     for value, leaf, spec, dtype in zip(given, leaves, self._in_specs,
+                                                         self._data_dtypes, strict=True)]
         if all(slot is None for slot in self._arg_slots):
             return tuple(jax.tree.unflatten(self._in_tree, converted))
         scales = [jnp.float32(1.0)] * self._bank_size
@@ -397,6 +402,24 @@ class ScaledStep:
             if key.split("{", 1)[0] == name:
                 return self.stages[key]
         raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
+
+
+# Host values that jax.jit takes where the step takes an array, converting them itself.
+_HOST_TYPES = (bool, int, float, complex, np.generic, np.ndarray)
+
+
+def _is_host_value(value: Any) -> bool:
+    return isinstance(value, _HOST_TYPES)
+
+
+def _as_jax_value(leaf: Any) -> Any:
+    """A Python or numpy scalar or array (Flax's ``TrainState.create`` sets ``step=0``), also
+    as a ScaledArray's data, as ``jax.jit`` takes it: ``jnp.asarray``, whose dtype is the
+    one the step was compiled for from such a value (int32, float32 without x64)."""
+    if isinstance(leaf, ScaledArray):
+        return ScaledArray(_as_jax_value(leaf.data), leaf.scale) if _is_host_value(
+            leaf.data) else leaf
+    return jnp.asarray(leaf) if _is_host_value(leaf) else leaf
 
 
 def _check_key(name: str, value: Any, spec: LeafSpec) -> None:
