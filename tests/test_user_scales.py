@@ -9,6 +9,9 @@ infinite and NaN scales with the argument's path (docs/scaled-signature.md).
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jax
@@ -17,8 +20,12 @@ import numpy as np
 import pytest
 
 from scalify_hlo import Policy, ScaledArray, compile_scaled
+from scalify_hlo.api import rewrite_text
+from scalify_hlo.compile import export
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.inputs import npz_bytes, random_inputs
 from scalify_hlo.scaled_array import split_pow2, split_scale
+from scalify_hlo.signature import entry_signature
 
 F32 = Policy(data_dtype="float32", fp8_dots=False)
 F16 = Policy(data_dtype="float16", fp8_dots=False)
@@ -127,3 +134,58 @@ def test_the_split_is_exact_on_the_host_and_in_the_program(scale: float) -> None
     out = jax.jit(lambda d, s: split_pow2(d, s, jnp.float32))(jnp.ones(()), jnp.float32(value))
     assert (float(out.scale), float(out.data)) == (pow2, factor)
 
+
+# ----- the CLI's run and compare: scales given in an .npz --------------------------------------
+@pytest.fixture(scope="module")
+def cli_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``run`` and ``compare`` of ``x * 2`` rewritten in f32 mode, on inputs in its scaled
+    signature whose scale is 3 or -2 (the module read only the exponent: 4 x, not 6 x)."""
+    folder = tmp_path_factory.mktemp("user_scales")
+    text = rewrite_text(export(lambda x: x * 2.0, X), "inline,scalify{data-dtype=f32},simplify")
+    (folder / "mul.mlir").write_text(text)
+    for name, scale in (("three", 3.0), ("negative", -2.0)):
+        (folder / f"{name}.npz").write_bytes(npz_bytes([X, np.float32(scale)]))
+    commands = {
+        "run": ("run", "mul.mlir", "--inputs", "three.npz", "-o", "out.npz"),
+        "run bad": ("run", "mul.mlir", "--inputs", "negative.npz"),
+        "compare": ("compare", "mul.mlir", "mul.mlir", "--inputs", "three.npz", "--rtol", "0"),
+        "compare bad": ("compare", "mul.mlir", "mul.mlir", "--inputs", "negative.npz"),
+    }
+    with ThreadPoolExecutor(len(commands)) as pool:
+        futures = {name: pool.submit(subprocess.run, [sys.executable, "-m", "scalify_hlo.cli",
+                                                      *args], cwd=folder, capture_output=True,
+                                     text=True, stdin=subprocess.DEVNULL, timeout=180)
+                   for name, args in commands.items()}
+        results = {name: future.result() for name, future in futures.items()}
+    return {"folder": folder, **results}
+
+
+def test_cli_run_splits_a_scale_from_an_npz(cli_results: dict[str, Any]) -> None:
+    result = cli_results["run"]
+    assert result.returncode == 0, result.stderr
+    with np.load(cli_results["folder"] / "out.npz") as out:
+        data, scale = out["arr_0"], out["arr_1"]
+    np.testing.assert_array_equal(data.astype(np.float64) * float(scale), X * 6.0)
+
+
+def test_cli_compare_takes_a_scale_from_an_npz(cli_results: dict[str, Any]) -> None:
+    """Two scaled modules of one signature are compared on their raw (data, scale) outputs:
+    a module against itself, on inputs whose scale is not a power of two."""
+    result = cli_results["compare"]
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("command", ["run bad", "compare bad"])
+def test_cli_refuses_a_bad_scale(cli_results: dict[str, Any], command: str) -> None:
+    result = cli_results[command]
+    assert result.returncode == 1
+    assert result.stderr == ("error: negative.npz: argument 1 (the scale of argument 0): "
+                             "scale -2.0 is not a finite positive f32 number\n")
+
+
+def test_random_inputs_give_a_scaled_module_unit_scales() -> None:
+    text = rewrite_text(export(lambda x: x * 2.0, X), "inline,scalify{data-dtype=f16},simplify")
+    signature = entry_signature(text)
+    assert signature.scale_inputs == (1,)
+    inputs = random_inputs(signature, np.random.default_rng(0))
+    assert inputs[1] == np.float32(1.0) and inputs[0].dtype == np.float16
