@@ -138,7 +138,8 @@ class ScaledStep:
                  return_scaled: bool = True, check_scales: bool = False) -> None:
         self.pipeline = pipeline
         self.return_scaled = return_scaled
-        # Read every scale a call gets on the device and refuse bad ones (one wait per call).
+        # Read every scale a call gets on the device and refuse bad ones (one wait per call),
+        # and split traced ones (see _own_scale).
         self.check_scales = check_scales
         self._in_specs, self._in_tree = _leaf_specs(args)
         leaves = jax.tree.leaves(args, is_leaf=is_scaled_leaf)
@@ -278,12 +279,19 @@ class ScaledStep:
 
     def _own_scale(self, scale: Any, position: int) -> int:
         """``OWN`` or ``SPLIT`` for a scale that a ScaledArray argument holds, not made by
-        this library: a scale on the host is checked here (it costs nothing) and one on the
-        device under ``check_scales`` (a wait for its value); a power of two is passed as
-        it is, any other finite positive scale is split in the program into a power of two
-        and a factor multiplied into the data. Unchecked, a device scale is always split."""
-        if isinstance(scale, _HOST_TYPES) or (self.check_scales and isinstance(
-                scale, jax.Array) and not isinstance(scale, jax.core.Tracer)):
+        this library: a scale on the host is checked here (it costs nothing), a power of two
+        passed as it is and any other split in the program into a power of two and a factor
+        multiplied into the data; a device scale is split, or under ``check_scales`` read
+        (a wait for its value) and checked. A traced scale (the step called inside the
+        caller's jax.jit, scan or fori_loop) is taken as a power of two: most are the step's
+        own outputs carried from one iteration to the next, where a split would cost a
+        multiply of every carried tensor per iteration; under ``check_scales`` it is split."""
+        if isinstance(scale, _HOST_TYPES):
+            value = check_scale(scale, f"args{self._in_specs[position].path}")
+            return OWN if is_pow2(value) else SPLIT
+        if isinstance(scale, jax.core.Tracer):
+            return SPLIT if self.check_scales else OWN
+        if self.check_scales:
             value = check_scale(np.asarray(scale), f"args{self._in_specs[position].path}")
             return OWN if is_pow2(value) else SPLIT
         return SPLIT
@@ -608,6 +616,8 @@ def compile_scaled(fn: Callable[..., Any], *args: Any, policy: Policy | None = N
     A ScaledArray argument's scale may be any finite positive number (docs/scaled-signature.md);
     a bad one (0, negative, inf, NaN) is refused with its path when it is on the host, and
     when it is on the device with ``check_scales`` (which waits for its value on every call).
+    Inside the caller's ``jax.jit`` a traced scale is taken as a power of two unless
+    ``check_scales`` (then it is split, a multiply of its data per call).
     """
     chosen = pipeline if pipeline is not None else (policy or Policy()).pipeline()
     return ScaledStep(fn, args, chosen, return_scaled, check_scales)

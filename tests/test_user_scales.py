@@ -100,6 +100,19 @@ def test_an_unchecked_device_scale_keeps_data_times_scale() -> None:
             np.testing.assert_array_equal(got, X * np.float32(bad) * 2)
 
 
+def test_traced_scales_are_split_under_check_scales() -> None:
+    """Inside the caller's jax.jit a scale is a tracer: taken as a power of two by default
+    (a step's own outputs carried through scan must not pay a multiply per iteration),
+    split under check_scales."""
+    step = compile_scaled(lambda x: x * 2.0, X, policy=F32)
+    checked = compile_scaled(lambda x: x * 2.0, X, policy=F32, check_scales=True)
+    given = ScaledArray(jnp.asarray(X), jnp.float32(3.0))
+    np.testing.assert_array_equal(_value(jax.jit(checked)(given)), X * 6)
+    splits = [jax.jit(s).lower(given).as_text().count("shift_right_logical")
+              for s in (step, checked)]
+    assert splits[0] < splits[1]
+
+
 def test_scales_that_are_not_scalars_or_real_are_refused() -> None:
     step = compile_scaled(lambda x: x * 2.0, X, policy=F32)
     for scale, why in ((np.ones(2), "a scale of shape (2,), expected a scalar"),
