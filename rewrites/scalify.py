@@ -21,7 +21,7 @@ from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, ScalifyState, Scope
 from scalify_hlo.rewrites.square_values import square_values
 
 from scalify_hlo.errors import RewriteError
-from scalify_hlo.symbols import entry_function
+from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 
 DATA_DTYPES = ("f32", "f16", "bf16")
 _DTYPE_ALIASES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
@@ -116,6 +116,16 @@ class SignatureSplit:
                 entries.append(ir.DictAttr.get(_scale_attrs(attrs)))
         return ir.ArrayAttr.get(entries)
 
+    def scale_arguments(self) -> list[int]:
+        """The indices of the scale arguments in the new signature."""
+        indices: list[int] = []
+        position = 0
+        for t in self.inputs:
+            if is_scalable_type(t):
+                indices.append(position + 1)
+            position += 2 if is_scalable_type(t) else 1
+        return indices
+
     def new_res_attrs(self) -> ir.ArrayAttr:
         entries: list[ir.Attribute] = []
         for index, t in enumerate(self.results):
@@ -141,6 +151,8 @@ def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
         ir.FunctionType.get(split.new_inputs(), split.new_results()))
     attributes["arg_attrs"] = split.new_arg_attrs()
     attributes["res_attrs"] = split.new_res_attrs()
+    if scale_arguments := split.scale_arguments():  # where a host finds the scales it is given
+        attributes[SCALE_ARGS_ATTR] = ir.DenseI64ArrayAttr.get(scale_arguments)
     new_func = ir.Operation.create("func.func", results=[], operands=[], attributes=attributes,
                                    regions=1, loc=func.location, ip=ir.InsertionPoint(func))
     arg_locs: list[ir.Location] = []

@@ -24,13 +24,23 @@ from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.ir import OPS_COUNTED
 from scalify_hlo.policy import Policy
-from scalify_hlo.scaled_array import ScaleBank, ScaledArray, as_scaled, is_scaled_leaf
+from scalify_hlo.scaled_array import (
+    ScaleBank,
+    ScaledArray,
+    as_scaled,
+    check_scale,
+    is_known_pow2,
+    is_pow2,
+    is_scaled_leaf,
+    scale_type_error,
+    split_pow2,
+)
 from scalify_hlo.scaled_array import banked as _banked
 from scalify_hlo.signature import ELEMENT_DTYPES, EntrySignature, signature_of
 from scalify_hlo.symbols import entry_function
 
 # Where an argument's scale comes from (ScaledStep._flatten).
-PLAIN, OWN, BANK_STRIDE = -1, -2, 1 << 20
+PLAIN, OWN, SPLIT, BANK_STRIDE = -1, -2, -3, 1 << 20
 # Scales per kernel when a step builds its bank (ScaledStep._bank_vector).
 BANK_GROUP = 8
 _SCALED_DTYPES = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
@@ -106,10 +116,10 @@ def _leaf_specs(tree: Any) -> tuple[list[LeafSpec], Any]:
         elif _is_key(leaf):
             specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf)),
                                   np.dtype(np.uint32), str(jax.random.key_impl(leaf))))
-        else:
+        else:  # the dtype jax.jit gives the leaf (a numpy float64 is float32 without x64)
+            dtype = jnp.asarray(leaf).dtype if not hasattr(leaf, "dtype") else leaf.dtype
             specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf)),
-                                  np.dtype(jnp.asarray(leaf).dtype if not hasattr(leaf, "dtype")
-                                           else leaf.dtype)))
+                                  np.dtype(jax.dtypes.canonicalize_dtype(dtype))))
     return specs, treedef
 
 
@@ -126,9 +136,12 @@ class ScaledStep:
     """A compiled scaled step; call it with the same pytrees as the original function."""
 
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], pipeline: str,
-                 return_scaled: bool = True) -> None:
+                 return_scaled: bool = True, check_scales: bool = False) -> None:
         self.pipeline = pipeline
         self.return_scaled = return_scaled
+        # Read every scale a call gets on the device and refuse bad ones (one wait per call),
+        # and split traced ones (see _own_scale).
+        self.check_scales = check_scales
         self._in_specs, self._in_tree = _leaf_specs(args)
         leaves = jax.tree.leaves(args, is_leaf=is_scaled_leaf)
 
@@ -236,11 +249,12 @@ class ScaledStep:
 
     def _flatten(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any], tuple[int, ...]]:
         """Leaves of ``args``, the vectors of the distinct banks among them, and the layout:
-        per leaf ``PLAIN`` (an array), ``OWN`` (a ScaledArray with a scale of its own, passed
-        as a (data, scale) pair) or ``bank * BANK_STRIDE + index`` (its scale is element
-        ``index`` of a bank). The indices are static: XLA fuses a static slice into every
-        kernel that uses the scale, where a dynamic one is a kernel of its own. (Run on
-        every call: written for speed.)"""
+        per leaf ``PLAIN`` (an array), ``OWN`` (a ScaledArray with a scale of its own, a
+        power of two, passed as a (data, scale) pair), ``SPLIT`` (the same with any other
+        scale, split in the program, see ``_own_scale``) or ``bank * BANK_STRIDE + index``
+        (its scale is element ``index`` of a bank). The indices are static: XLA fuses a
+        static slice into every kernel that uses the scale, where a dynamic one is a kernel
+        of its own. (Run on every call: written for speed.)"""
         try:
             flat = self._in_tree.flatten_up_to(args)
         except (ValueError, TypeError):
@@ -254,13 +268,34 @@ class ScaledStep:
                 continue
             bank = leaf._bank
             if bank is None:
-                flat[position] = (leaf.data, leaf._scale)
-                layout[position] = OWN
+                scale = leaf._scale
+                flat[position] = (leaf.data, scale)
+                layout[position] = OWN if is_known_pow2(scale) else self._own_scale(
+                    scale, position)
                 continue
             number = 0 if banks and banks[0] is bank else _bank_number(banks, bank)
             flat[position] = leaf.data
             layout[position] = number * BANK_STRIDE + leaf._index
         return flat, [bank.vector for bank in banks], tuple(layout)
+
+    def _own_scale(self, scale: Any, position: int) -> int:
+        """``OWN`` or ``SPLIT`` for a scale that a ScaledArray argument holds, not made by
+        this library: a scale on the host is checked here (it costs nothing), a power of two
+        passed as it is and any other split in the program into a power of two and a factor
+        multiplied into the data; a device scale is split, or under ``check_scales`` read
+        (a wait for its value) and checked. A traced scale (the step called inside the
+        caller's jax.jit, scan or fori_loop) is taken as a power of two: most are the step's
+        own outputs carried from one iteration to the next, where a split would cost a
+        multiply of every carried tensor per iteration; under ``check_scales`` it is split."""
+        if isinstance(scale, _HOST_TYPES):
+            value = check_scale(scale, f"args{self._in_specs[position].path}")
+            return OWN if is_pow2(value) else SPLIT
+        if isinstance(scale, jax.core.Tracer):
+            return SPLIT if self.check_scales else OWN
+        if self.check_scales:
+            value = check_scale(np.asarray(scale), f"args{self._in_specs[position].path}")
+            return OWN if is_pow2(value) else SPLIT
+        return SPLIT
 
     def _run(self, flat: list[Any], banks: list[Any], layout: tuple[int, ...]) -> Any:
         """The jitted program: (data, scale) pairs in, the rewritten module, data and one
@@ -276,6 +311,8 @@ class ScaledStep:
                 value = as_scaled(leaf, dtype)
             elif code == OWN:
                 value = as_scaled(ScaledArray(*leaf), dtype)
+            elif code == SPLIT:
+                value = split_pow2(*leaf, dtype)
             else:
                 bank, index = divmod(code, BANK_STRIDE)
                 value = ScaledArray(jnp.asarray(leaf).astype(dtype), banks[bank][index])
@@ -340,7 +377,7 @@ class ScaledStep:
         step's dispatch)."""
         for leaf, code, spec in zip(flat, layout, self._in_specs, strict=True):
             name = f"args{spec.path}"
-            source = leaf[0] if code == OWN else leaf
+            source = leaf[0] if code in (OWN, SPLIT) else leaf
             if spec.key_impl is not None or _is_key(source):
                 _check_key(name, source, spec)
                 continue
@@ -356,6 +393,8 @@ class ScaledStep:
                 if not spec.scaled:
                     raise ScalifyError(f"{name}: a ScaledArray where the step takes "
                                        f"{spec.dtype}")
+                if code in (OWN, SPLIT):
+                    _check_scale_type(name, leaf[1])
             elif spec.scaled != _is_scaled_dtype(dtype) or (not spec.scaled and
                                                              dtype != spec.dtype):
                 raise ScalifyError(f"{name}: dtype {dtype} does not match the compiled step's "
@@ -368,14 +407,19 @@ class ScaledStep:
         (an argument at the index of the output with its path and shape). Start training
         state this way and a loop that feeds the step's outputs back runs one compiled
         program from the first call on."""
-        flat, _, layout = self._flatten(args)
+        self._flatten(args)  # the structure, with the path of a difference
+        given = self._in_tree.flatten_up_to(args)
+        leaves = [_as_jax_value(leaf) for leaf in given]
+        flat, _, layout = self._flatten(tuple(self._in_tree.unflatten(leaves)))
         self._check_leaves(flat, layout)
-        leaves = self._in_tree.flatten_up_to(args)
-        converted = [as_scaled(leaf, dtype) if spec.scaled else leaf
-                     for leaf, spec, dtype in zip(leaves, self._in_specs, self._data_dtypes,
-                                                  strict=True)]
+        # A host value becomes an array of the step's dtype, not weakly typed: the dtype
+        # the step returns it in, so that feeding outputs back runs the same program.
+        converted = [_scaled_arg(leaf, dtype, f"args{spec.path}") if spec.scaled else
+                     jnp.asarray(leaf, spec.dtype) if _is_host_value(value) else leaf
+                     for value, leaf, spec, dtype in zip(given, leaves, self._in_specs,
+                                                         self._data_dtypes, strict=True)]
         converted = [ScaledArray(_committed(v.data), _committed(v.scale))
-                     if isinstance(v, ScaledArray) else v for v in converted]
+                     if isinstance(v, ScaledArray) else _committed(v) for v in converted]
         if all(slot is None for slot in self._arg_slots):
             return tuple(jax.tree.unflatten(self._in_tree, converted))
         scales = [jnp.float32(1.0)] * self._bank_size
@@ -400,6 +444,45 @@ class ScaledStep:
             if key.split("{", 1)[0] == name:
                 return self.stages[key]
         raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
+
+
+# Host values that jax.jit takes where the step takes an array, converting them itself.
+_HOST_TYPES = (bool, int, float, complex, np.generic, np.ndarray)
+
+
+def _is_host_value(value: Any) -> bool:
+    return isinstance(value, _HOST_TYPES)
+
+
+def _as_jax_value(leaf: Any) -> Any:
+    """A Python or numpy scalar or array (Flax's ``TrainState.create`` sets ``step=0``), also
+    as a ScaledArray's data, as ``jax.jit`` takes it: ``jnp.asarray``, whose dtype is the
+    one the step was compiled for from such a value (int32, float32 without x64)."""
+    if isinstance(leaf, ScaledArray):
+        return ScaledArray(_as_jax_value(leaf.data), leaf.scale) if _is_host_value(
+            leaf.data) else leaf
+    return jnp.asarray(leaf) if _is_host_value(leaf) else leaf
+
+
+def _scaled_arg(leaf: Any, dtype: Any, name: str) -> ScaledArray:
+    """``leaf`` as ``scale_args`` hands it out: data of ``dtype`` and a power-of-two scale.
+    A ScaledArray's scale is read and checked (once: scale_args starts a loop), and one that
+    is not a power of two is split (``split_pow2``, as a call would split it)."""
+    if isinstance(leaf, ScaledArray) and not is_known_pow2(scale := leaf.scale):
+        if isinstance(scale, jax.core.Tracer):  # scale_args inside jax.jit
+            _check_scale_type(name, scale)
+            return split_pow2(leaf.data, scale, dtype)
+        value = check_scale(np.asarray(scale), name)
+        if not is_pow2(value):
+            return split_pow2(leaf.data, value, dtype)
+    return as_scaled(leaf, dtype)
+
+
+def _check_scale_type(name: str, scale: Any) -> None:
+    """A ScaledArray argument's scale is a real scalar (checked when the step is traced)."""
+    error = scale_type_error(tuple(np.shape(scale)), getattr(scale, "dtype", np.float32))
+    if error is not None:
+        raise ScalifyError(f"{name}: {error}")
 
 
 def _check_key(name: str, value: Any, spec: LeafSpec) -> None:
@@ -537,10 +620,17 @@ def _replicated_like(sharding: Any) -> Any:
 
 
 def compile_scaled(fn: Callable[..., Any], *args: Any, policy: Policy | None = None,
-                   pipeline: str | None = None, return_scaled: bool = True) -> ScaledStep:
+                   pipeline: str | None = None, return_scaled: bool = True,
+                   check_scales: bool = False) -> ScaledStep:
     """Export ``fn`` at ``args``, rewrite it with ``policy`` (or an explicit ``pipeline``) and
     return a step that takes the same pytrees (floating leaves as arrays or ``ScaledArray``s)
     and returns ``ScaledArray``s for floating outputs (plain arrays if not ``return_scaled``).
+
+    A ScaledArray argument's scale may be any finite positive number (docs/scaled-signature.md);
+    a bad one (0, negative, inf, NaN) is refused with its path when it is on the host, and
+    when it is on the device with ``check_scales`` (which waits for its value on every call).
+    Inside the caller's ``jax.jit`` a traced scale is taken as a power of two unless
+    ``check_scales`` (then it is split, a multiply of its data per call).
     """
     chosen = pipeline if pipeline is not None else (policy or Policy()).pipeline()
-    return ScaledStep(fn, args, chosen, return_scaled)
+    return ScaledStep(fn, args, chosen, return_scaled, check_scales)

@@ -26,6 +26,7 @@ import numpy as np
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.scaled_array import check_scale, is_pow2, split_scale
 from scalify_hlo.signature import (
     ELEMENT_DTYPES,
     FLOAT_DTYPES,
@@ -87,11 +88,14 @@ def element_name(dtype: np.dtype) -> str:
 
 
 def random_inputs(signature: EntrySignature, rng: np.random.Generator) -> list[np.ndarray]:
-    """Unit-normal floats and small non-negative integers (valid token ids and counters)."""
+    """Unit-normal floats and small non-negative integers (valid token ids and counters);
+    scale arguments of a scaled module are 1."""
+    scales = set(signature.scale_inputs)
     return [
-        rng.standard_normal(spec.shape).astype(spec.dtype) if spec.element in FLOAT_DTYPES
+        np.float32(1.0) if index in scales
+        else rng.standard_normal(spec.shape).astype(spec.dtype) if spec.element in FLOAT_DTYPES
         else rng.integers(0, 4, spec.shape).astype(spec.dtype)
-        for spec in signature.inputs
+        for index, spec in enumerate(signature.inputs)
     ]
 
 
@@ -157,7 +161,27 @@ def check_inputs(signature: EntrySignature, arrays: Sequence[np.ndarray],
             raise InputError(f"{source}: argument {index}: dtype {array.dtype}, expected "
                              f"{spec_str(spec)} ({expected})")
         checked.append(array)
-    return checked
+    return split_scales(signature, checked, source)
+
+
+def split_scales(signature: EntrySignature, arrays: list[np.ndarray],
+                 source: str = "inputs") -> list[np.ndarray]:
+    """``arrays`` with each scale argument of a scaled module (``signature.scale_inputs``)
+    checked and made a power of two, as ``compile_scaled`` does: the module reads a scale's
+    exponent only. Any finite positive scale is split into a power of two and a factor
+    multiplied into the data before it (in f64, rounded once to the data's dtype); 0,
+    negative, infinite and NaN scales are refused."""
+    arrays = list(arrays)
+    for index in signature.scale_inputs:
+        value = check_scale(arrays[index], f"{source}: argument {index} (the scale of "
+                                           f"argument {index - 1})")
+        if is_pow2(value):
+            continue
+        pow2, factor = split_scale(value)
+        data = arrays[index - 1]
+        arrays[index - 1] = (data.astype(np.float64) * factor).astype(data.dtype)
+        arrays[index] = np.asarray(pow2, np.float32)
+    return arrays
 
 
 def load_inputs(data: bytes, filename: str, signature: EntrySignature,

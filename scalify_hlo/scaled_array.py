@@ -6,11 +6,16 @@ next, so FP16 data with a power-of-two scale is what lives in memory between ste
 
 from __future__ import annotations
 
+import math
+import weakref
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
+
+from scalify_hlo.errors import ScalifyError
 
 # An all-zero tensor's scale with f16 data: the smallest normal f32 power of two, so that a
 # zero-initialized moment never dominates a common (max) scale; its data is 0 at any scale.
@@ -28,8 +33,27 @@ def _unstack(vector: jax.Array) -> tuple[jax.Array, ...]:
     return tuple(vector[i] for i in range(vector.shape[0]))
 
 
+# Scale arrays this library made, all powers of two (a step's output scales, as_scaled's),
+# by id: a step passes them on as they are, where it splits any other scale that lives on
+# the device (it cannot read its value without waiting for it). Entries leave with their
+# array.
+_POW2_SCALES: weakref.WeakValueDictionary[int, jax.Array] = weakref.WeakValueDictionary()
+
+
+def _mark_pow2(*scales: Any) -> None:
+    for scale in scales:
+        if isinstance(scale, jax.Array) and not isinstance(scale, jax.core.Tracer):
+            _POW2_SCALES[id(scale)] = scale
+
+
+def is_known_pow2(scale: Any) -> bool:
+    """Whether ``scale`` is an array this library made as a power of two."""
+    return _POW2_SCALES.get(id(scale)) is scale
+
+
 class ScaleBank:
-    """The scales of one step's outputs as one f32 vector.
+    """The scales of one step's outputs as one f32 vector, each a power of two (a step
+    trusts a bank's elements to be: build banks with ``ScaledStep.scale_args``).
 
     Its elements are read when one is first asked for, all at once (one dispatch, not one
     per scale); a step fed ScaledArrays of a bank takes the vector itself.
@@ -44,12 +68,18 @@ class ScaleBank:
     def element(self, index: int) -> jax.Array:
         if self._elements is None:
             self._elements = _unstack(self.vector)
+            _mark_pow2(*self._elements)
         return self._elements[index]
 
 
 @jax.tree_util.register_pytree_node_class
 class ScaledArray:
-    """``data * scale``: data in a low-precision dtype, scale a rank-0 f32 power of two.
+    """``data * scale``: data in a low-precision dtype, scale a rank-0 f32.
+
+    The scale is any finite positive number; the ones this library makes are powers of two.
+    A step compiled by ``compile_scaled`` splits any other scale into a power of two and a
+    factor that it multiplies into the data, and refuses a zero, negative, infinite or NaN
+    scale where it can see it without waiting for the device (docs/scaled-signature.md).
 
     A step compiled by ``compile_scaled`` returns all its scales in one ``ScaleBank`` (one
     buffer per call instead of one per scale): its ``ScaledArray`` outputs hold the bank and
@@ -143,7 +173,93 @@ def as_scaled(x: Any, dtype: Any = jnp.float16) -> ScaledArray:
         return ScaledArray(jnp.asarray(x.data).astype(dtype), jnp.asarray(x.scale, jnp.float32))
     scale = pow2_scale(x, dtype)
     data = (jnp.asarray(x, jnp.float32) / scale).astype(dtype)
+    _mark_pow2(scale)
     return ScaledArray(data, scale)
+
+
+# ----- scales that are not powers of two ----------------------------------------------------
+_MIN_NORMAL_EXPONENT, _MAX_EXPONENT = -126, 127
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def scale_type_error(shape: tuple[int, ...], dtype: Any) -> str | None:
+    """Why a scale of this shape and dtype is not a real scalar, or None."""
+    if shape != ():
+        return f"a scale of shape {shape}, expected a scalar"
+    kind = np.dtype(dtype).kind
+    if kind in "fiu":
+        return None
+    if kind in "bcOSU" or not (jnp.issubdtype(dtype, jnp.floating)  # bfloat16 is kind V
+                               or jnp.issubdtype(dtype, jnp.integer)):
+        return f"a scale of dtype {np.dtype(dtype)}, expected a real number"
+    return None
+
+
+def check_scale(scale: Any, name: str) -> float:
+    """A scale given on the host (a Python or numpy number or rank-0 array) as a float in f32;
+    a one-line error naming ``name`` when it is not a finite positive number. (Run on every
+    call that gets such a scale: a Python number takes the short way.)"""
+    if type(scale) is float or type(scale) is int:
+        value = float(scale)
+    else:
+        array = np.asarray(scale)
+        error = scale_type_error(array.shape, array.dtype)
+        if error is not None:
+            raise ScalifyError(f"{name}: {error}")
+        value = float(array)
+    if is_pow2(value):
+        return value
+    rounded = float(np.float32(value)) if 0.0 < value <= _F32_MAX else 0.0  # also NaN
+    if not (math.isfinite(rounded) and rounded > 0.0):
+        raise ScalifyError(f"{name}: scale {value!r} is not a finite positive f32 number")
+    return rounded
+
+
+def is_pow2(value: float) -> bool:
+    """Whether a positive f32 ``value`` is a normal power of two (the scales a rewritten
+    module takes as they are)."""
+    mantissa, exponent = math.frexp(value)
+    return mantissa == 0.5 and _MIN_NORMAL_EXPONENT <= exponent - 1 <= _MAX_EXPONENT
+
+
+def split_scale(value: float) -> tuple[float, float]:
+    """``(pow2, factor)`` with ``pow2 * factor == value`` exactly, for a finite positive f32
+    ``value``: ``pow2`` a normal f32 power of two, ``value`` rounded up to one (``factor`` in
+    (0.5, 1], so data multiplied by it never grows), 2^-126 below the normal range
+    (``factor`` < 0.5: a subnormal scale moves its missing bits into the data), at most
+    2^127 (``factor`` up to 2 above it)."""
+    mantissa, exponent = math.frexp(value)  # value = mantissa * 2**exponent, mantissa in [0.5, 1)
+    if mantissa == 0.5:
+        exponent -= 1
+    exponent = min(max(exponent, _MIN_NORMAL_EXPONENT), _MAX_EXPONENT)
+    return math.ldexp(1.0, exponent), math.ldexp(value, -exponent)
+
+
+def split_pow2(data: Any, scale: Any, dtype: Any) -> ScaledArray:
+    """``data * scale`` as ``dtype`` data and a power-of-two scale (``split_scale``, traced):
+    the factor is multiplied into the data in f32 and rounded once to ``dtype``; a power of
+    two leaves the data as it is. Built from the scale's bits, so that a subnormal scale is
+    exact where XLA flushes subnormal f32 arithmetic to zero. A scale that is not positive
+    keeps the value ``data * scale`` too: its sign goes to the factor, 0 gives zero data;
+    an infinite or NaN scale is the factor, with scale 1."""
+    s = jnp.asarray(scale, jnp.float32)
+    bits = lax.bitcast_convert_type(s, jnp.int32)
+    field = lax.shift_right_logical(bits, jnp.int32(23)) & 0xFF  # the biased exponent
+    mantissa = bits & 0x7FFFFF
+    sign = bits & jnp.int32(-(1 << 31))
+    round_up = (mantissa != 0).astype(jnp.int32)
+    exponent = jnp.where(field == 0, _MIN_NORMAL_EXPONENT,
+                         jnp.minimum(field - 127 + round_up, _MAX_EXPONENT))
+    normal = lax.bitcast_convert_type(sign | mantissa | ((field - exponent) << 23),
+                                      jnp.float32)
+    subnormal = mantissa.astype(jnp.float32) * jnp.float32(2.0 ** -23)
+    subnormal = jnp.where(sign != 0, -subnormal, subnormal)
+    finite = field != 0xFF
+    factor = jnp.where(field == 0, subnormal, jnp.where(finite, normal, s))
+    exponent = jnp.where(finite, exponent, 0)
+    pow2 = lax.bitcast_convert_type((exponent + 127) << 23, jnp.float32)
+    scaled = (jnp.asarray(data, jnp.float32) * factor).astype(dtype)
+    return ScaledArray(scaled, pow2)
 
 
 def is_scalable(x: Any) -> bool:

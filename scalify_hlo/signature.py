@@ -9,7 +9,7 @@ split inputs into that convention and put outputs back together.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ml_dtypes
 import numpy as np
@@ -18,7 +18,7 @@ from jax.extend.mlir import ir
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.scaled_array import zero_tensor_scale
-from scalify_hlo.symbols import entry_function
+from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 
 FLOAT_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32,
                 "f64": np.float64, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
@@ -52,6 +52,9 @@ class TensorSpec:
 class EntrySignature:
     inputs: tuple[TensorSpec, ...]
     results: tuple[TensorSpec, ...]
+    # Indices of the inputs listed as scales (SCALE_ARGS_ATTR): each one scales the input
+    # before it. Not part of equality: a signature is its types.
+    scale_inputs: tuple[int, ...] = field(default=(), compare=False)
 
 
 def _spec(t: ir.Type) -> TensorSpec:
@@ -70,8 +73,19 @@ def signature_of(module: ir.Module) -> EntrySignature:
     """``entry_signature`` of a module already in memory (no second parse of its text)."""
     func = entry_function(module)
     function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    return EntrySignature(tuple(_spec(t) for t in function_type.inputs),
-                          tuple(_spec(t) for t in function_type.results))
+    inputs = tuple(_spec(t) for t in function_type.inputs)
+    return EntrySignature(inputs, tuple(_spec(t) for t in function_type.results),
+                          _scale_inputs(func, inputs))
+
+
+def _scale_inputs(func: ir.Operation, inputs: tuple[TensorSpec, ...]) -> tuple[int, ...]:
+    """The indices of the arguments listed as scales (``SCALE_ARGS_ATTR``) that are one:
+    a rank-0 f32 after a scaled tensor."""
+    if SCALE_ARGS_ATTR not in func.attributes:
+        return ()
+    listed = ir.DenseI64ArrayAttr(func.attributes[SCALE_ARGS_ATTR])
+    return tuple(index for index in listed if 0 < index < len(inputs)
+                 and inputs[index - 1].is_scaled and inputs[index] == TensorSpec((), "f32"))
 
 
 def pow2_scale_of(x: np.ndarray, data_dtype: np.dtype | None = None) -> np.float32:

@@ -6,6 +6,13 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.errors import RewriteError
 
+# The attribute of a scaled entry function that lists its scale arguments (an i64 array of
+# argument indices, each the scale of the argument before it), so that a host running the
+# module alone (scalify-hlo run) can check and split the scales it is given
+# (docs/scaled-signature.md). On the function, not its arguments: the signature reads as
+# it did.
+SCALE_ARGS_ATTR = "scalify.scale_args"
+
 
 def function_name(func: ir.Operation) -> str:
     return ir.StringAttr(func.attributes["sym_name"]).value

@@ -113,3 +113,29 @@ func.func private @helper(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.multiply %arg0, %arg0 : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// The entry function lists its scale arguments (scalify.scale_args), so that a
+// host running the module alone (scalify-hlo run) can find, check and split the
+// scales it is given: here the scales of %x and %y, arguments 1 and 4 of the new
+// signature, between an integer and an f64 argument that stay single.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[I:%.*]]: tensor<i32>, [[Y:%.*]]: tensor<2xf32>, [[YS:%.*]]: tensor<f32>, [[F:%.*]]: tensor<f64>)
+// CHECK-SAME:    attributes {scalify.scale_args = array<i64: 1, 4>}
+func.func public @main(%x: tensor<4xf32>, %i: tensor<i32>, %y: tensor<2xf32>, %f: tensor<f64>) -> (tensor<4xf32>, tensor<2xf32>) {
+  return %x, %y : tensor<4xf32>, tensor<2xf32>
+}
+
+// -----
+
+// A function without floating arguments has no scale arguments to list.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-NOT:     scalify.scale_args
+// CHECK:         return
+func.func public @main(%i: tensor<i32>) -> tensor<f32> {
+  %0 = stablehlo.convert %i : (tensor<i32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
