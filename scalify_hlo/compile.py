@@ -117,10 +117,25 @@ def _leaf_specs(tree: Any) -> tuple[list[LeafSpec], Any]:
             specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf)),
                                   np.dtype(np.uint32), str(jax.random.key_impl(leaf))))
         else:  # the dtype jax.jit gives the leaf (a numpy float64 is float32 without x64)
-            dtype = jnp.asarray(leaf).dtype if not hasattr(leaf, "dtype") else leaf.dtype
+            dtype = _array_dtype(leaf, f"args{jax.tree_util.keystr(path)}")
             specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf)),
                                   np.dtype(jax.dtypes.canonicalize_dtype(dtype))))
     return specs, treedef
+
+
+def _array_dtype(leaf: Any, name: str) -> np.dtype:
+    """The dtype of an argument leaf, or a one-line error naming its path where jax cannot
+    make an array of it (a string, an arbitrary object: JAX's own error is a long TypeError
+    that names neither the argument nor what to do)."""
+    try:
+        dtype = np.dtype(leaf.dtype if hasattr(leaf, "dtype") else jnp.asarray(leaf).dtype)
+    except (TypeError, ValueError):
+        dtype = None
+    if dtype is None or dtype.kind in "OSUV":
+        raise ScalifyError(f"{name}: a {type(leaf).__name__} is not an array; compile_scaled "
+                           "takes arrays, ScaledArrays and numbers as arguments (make other "
+                           "values static: close over them or use functools.partial)")
+    return dtype
 
 
 def _example(leaf: Any, spec: LeafSpec) -> jax.ShapeDtypeStruct:

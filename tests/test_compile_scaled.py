@@ -494,6 +494,18 @@ def test_wrong_dtype_names_the_argument(
         "args[0]['wte']: dtype int32 does not match the compiled step's float32")
 
 
+@pytest.mark.parametrize("leaf", ["relu", object(), np.array(["a", "b"])],
+                         ids=["str", "object", "str-array"])
+def test_a_non_array_argument_is_a_one_line_error(leaf: Any) -> None:
+    """A string among the arguments gave JAX's multi-frame TypeError naming no argument."""
+    with pytest.raises(ScalifyError) as info:
+        compile_scaled(lambda p, how: p["w"] * 2, {"w": jnp.ones(3)}, {"act": leaf},
+                       policy=F32)
+    message = str(info.value)
+    assert message.startswith("args[1]['act']: a ") and "not an array" in message
+    assert "\n" not in message
+
+
 def test_wrong_tree_structure_names_the_argument(
         mlp: Case) -> None:
     (params, x, y), step = mlp.args, mlp.step
