@@ -22,7 +22,10 @@ from jax.extend.mlir.dialects import stablehlo
 
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.explain import FORMATS as EXPLAIN_FORMATS
+from scalify_hlo.explain import Explanation
 from scalify_hlo.policy import Policy
+from scalify_hlo.rewrites import Record
 from scalify_hlo.scaled_array import ScaleBank, ScaledArray, as_scaled, is_scaled_leaf
 from scalify_hlo.scaled_array import banked as _banked
 from scalify_hlo.signature import ELEMENT_DTYPES, EntrySignature, signature_of
@@ -62,12 +65,27 @@ class LeafSpec:
 
 @dataclasses.dataclass
 class Report:
-    """What the rewrite did: op counts, FP8 dots, fallbacks and rescale points."""
+    """What the rewrite did: op counts, FP8 dots, fallbacks and rescale points; and per op,
+    how it is scaled (``records``, the tables of ``table()``, as ``scalify-hlo explain``)."""
 
     ops_before: dict[str, int]
     ops_after: dict[str, int]
     stats: dict[str, int]
     warnings: list[str]
+    records: list[Record] = dataclasses.field(default_factory=list)
+    pipeline: str = ""
+
+    def explanation(self) -> Explanation:
+        """The records as tables: ``families()`` and ``lines()`` as data."""
+        return Explanation(self.records, self.pipeline, self.warnings)
+
+    def table(self, fmt: str = "text") -> str:
+        """Per op family, counts by kind; per source line, the ops and how they are scaled
+        (``fmt``: ``text`` or ``json``, as ``scalify-hlo explain --format``)."""
+        if fmt not in EXPLAIN_FORMATS:
+            raise ScalifyError(f"unknown table format '{fmt}' (use one of "
+                               f"{', '.join(EXPLAIN_FORMATS)})")
+        return self.explanation().render(fmt)
 
     @property
     def fp8_dots(self) -> tuple[int, int]:
@@ -170,7 +188,7 @@ class ScaledStep:
                 self._first_same_scale = _first_same_scale(module, self._out_specs)
 
         result = rewrite_module_source(self.stages["exported"], pipeline, debug_info=True,
-                                       dump_after_pass=keep, inspect=inspect)
+                                       dump_after_pass=keep, inspect=inspect, records=True)
         if result.error is not None or result.output is None:
             raise ScalifyError(f"cannot rewrite the step: {result.error}")
         self.text = result.output.decode()
@@ -180,7 +198,8 @@ class ScaledStep:
                 f"(data, scale) pair per floating argument: {expected} arguments, got "
                 f"{len(signature[0].inputs)}); compile_scaled needs one with scalify")
         self._report = Report(result.ops_before, result.ops_after, dict(result.context.stats),
-                              list(result.context.warnings))
+                              list(result.context.warnings),
+                              list(result.context.records or []), pipeline)
         self.exported = _scaled_exported(original, self.text, signature[0], self._in_specs,
                                          self._out_specs)
         self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
