@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -202,6 +203,13 @@ class ScaledStep:
                               list(result.context.records or []), pipeline)
         self.exported = _scaled_exported(original, self.text, signature[0], self._in_specs,
                                          self._out_specs)
+        self._set_calling_convention()
+
+    def _set_calling_convention(self, arg_slots: list[int | None] | None = None,
+                                bank_size: int | None = None) -> None:
+        """What a call needs beyond the exported module, from ``exported``, the leaf specs
+        and trees and ``_first_same_scale``: run by ``__init__`` and by ``load_scaled``
+        (which passes the bank layout it saved)."""
         self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
         self._out_scaled = [spec.scaled for spec in self._out_specs]
         # (output index, its index in the bank) of every scaled output, in order.
@@ -211,9 +219,12 @@ class ScaledStep:
         # with the same path and shape (the state a training step returns), so that the
         # first call and the steady state of a loop take their scales from the same places
         # and run one compiled program; after the outputs' scales otherwise.
-        self._arg_slots = _arg_slots(self._in_specs, self._out_specs, self._out_tree)
-        self._bank_size = max([sum(self._out_scaled), *(s + 1 for s in self._arg_slots if
-                                                           s is not None)], default=1)
+        self._arg_slots = (_arg_slots(self._in_specs, self._out_specs, self._out_tree)
+                           if arg_slots is None else arg_slots)
+        if bank_size is None:
+            bank_size = max([sum(self._out_scaled), *(s + 1 for s in self._arg_slots if
+                                                      s is not None)], default=1)
+        self._bank_size = bank_size
         # One jitted program per layout (where each argument's scale comes from; see
         # _flatten), looked up here: as a static argument of one jax.jit the layout cost
         # about 9 us per call to hash and compare, more than a small step's scale arithmetic.
@@ -416,6 +427,22 @@ class ScaledStep:
             if key.split("{", 1)[0] == name:
                 return self.stages[key]
         raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
+
+    # ----- saving -------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the step to ``path`` (atomically): its exported program, calling
+        convention, report and stages; ``scalify_hlo.load_scaled(path)`` rebuilds it without
+        exporting or rewriting (see ``scalify_hlo/saved.py``)."""
+        from scalify_hlo.saved import save_step
+
+        save_step(self, path)
+
+    @staticmethod
+    def load(path: str | os.PathLike[str]) -> ScaledStep:
+        """``scalify_hlo.load_scaled``."""
+        from scalify_hlo.saved import load_scaled
+
+        return load_scaled(path)
 
 
 def _check_key(name: str, value: Any, spec: LeafSpec) -> None:
