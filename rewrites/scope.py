@@ -678,7 +678,7 @@ class Scope:
         if dynamic:
             context.record(op.name, location, "runtime", describe_runtime(dynamic[0]))
         elif all(value.any_scale for value in scaled):
-            context.record(op.name, location, "static", "any (0, inf, NaN only)")
+            context.record(op.name, location, "static", "any (0/inf/NaN)")
         else:
             exponents = sorted({value.scale.exp for value in scaled if not value.any_scale})
             context.record(op.name, location, "static",

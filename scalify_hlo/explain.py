@@ -142,18 +142,39 @@ class _LocationParser:
         raise ValueError("unbalanced")
 
 
-def _source(node: tuple) -> str:
-    """``file:line`` of the innermost frame: a call site's callee comes first."""
+def _frames(node: tuple, into: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The (file, line) positions of a location, innermost first (a call site's callee
+    comes before its caller)."""
     kind = node[0]
     if kind == "file":
-        return f"{node[1]}:{node[2]}"
-    if kind == "name":
-        return _source(node[2]) if node[2] is not None else ""
-    if kind == "callsite":
-        return _source(node[1]) or _source(node[2])
-    if kind == "fused":
-        return next((s for s in map(_source, node[1]) if s), "")
-    return ""
+        into.append((node[1], node[2]))
+    elif kind == "name" and node[2] is not None:
+        _frames(node[2], into)
+    elif kind == "callsite":
+        _frames(node[1], into)
+        _frames(node[2], into)
+    elif kind == "fused":
+        for part in node[1]:
+            _frames(part, into)
+    return into
+
+
+def _source(node: tuple) -> str:
+    """``file:line`` of the innermost frame that is not scalify-hlo's own: ops that JAX
+    attributes to no line of the user's function (a step's constants) carry the frame of
+    the call that exported it, ``compile_scaled``'s, under the user's call to it."""
+    frames = _frames(node, [])
+    if not frames:
+        return ""
+    file, line = next((f for f in frames if not _is_own(f[0])), frames[0])
+    return f"{file}:{line}"
+
+
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _is_own(file: str) -> bool:
+    return os.path.abspath(file).startswith(_OWN_DIR) if os.path.isabs(file) else False
 
 
 def _stack(node: tuple) -> str:
@@ -289,9 +310,9 @@ class Explanation:
         parts = ["by op family (an op can count under several kinds)",
                  _table(header, [*body, total], numeric_from=1), "",
                  "by source line (name stack without the primitive)",
-                 _table(["source line", "name stack", "ops", "how scaled"],
+                 _table(["source line", "name stack", "how scaled", "ops"],
                         [[_display_path(row["source"]) or "-", row["stack"] or "-",
-                          _ops_text(row["ops"]), _scaling_text(row["scaling"])]
+                          _scaling_text(row["scaling"]), _ops_text(row["ops"])]
                          for row in self.lines()])]
         return "\n".join(parts)
 

@@ -215,6 +215,16 @@ def test_split_location(location: str, source: str, stack: str) -> None:
     assert split_location(location) == (source, stack)
 
 
+def test_source_line_skips_scalify_hlos_own_frames() -> None:
+    """A constant of a compile_scaled step has no line in the user's function: its source is
+    the user's call to compile_scaled, not compile.py's call to JAX."""
+    own = ROOT / "scalify_hlo" / "compile.py"
+    location = (f'loc("jit(f)"(callsite("export"("{own}":114:11) at '
+                f'"<module>"("/u/train.py":37:7))))')
+    assert split_location(location) == ("/u/train.py:37", "jit(f)")
+    assert split_location(f'loc("jit(f)"("{own}":114:11))') == (f"{own}:114", "jit(f)")
+
+
 def test_empty_records_say_so() -> None:
     assert Explanation([]).to_text().startswith("no records")
     one = Explanation([Record("stablehlo.add", 'loc("f.py":3:1)', "runtime", "1 factor")])
