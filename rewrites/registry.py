@@ -86,8 +86,9 @@ RECORD_KINDS = ("static", "runtime", "rescale", "fp8", "not-fp8", "wide", "fallb
 class PassContext:
     """What passes report while running: warnings for the user, named statistics, and, when
     someone asks for them (``records`` is a list, not None), a record per op of how it was
-    scaled. Passes test ``records is not None`` before building one, so a rewrite that
-    nobody explains pays one attribute read per op."""
+    scaled. ``record`` does nothing while ``records`` is None, and the scalify pass tests it
+    once per op before it looks at the op's scales: a rewrite that nobody explains pays an
+    attribute read per op."""
 
     warnings: list[str] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)

@@ -196,7 +196,7 @@ def split_location(text: str) -> tuple[str, str]:
     does not have (an op without debug info), the raw text where it cannot be read."""
     try:
         node = _LocationParser(text).parse()
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return "", text
     return _source(node), _stack(node)
 
