@@ -11,6 +11,7 @@ import sys
 
 import click
 from scalify_hlo.cli.commands_demo import COMMANDS as DEMO_COMMANDS
+from scalify_hlo.cli.commands_explain import COMMANDS as EXPLAIN_COMMANDS
 from scalify_hlo.cli.commands_run import COMMANDS
 from scalify_hlo.cli.common import (
     EXIT_INTERNAL_ERROR,
@@ -126,7 +127,7 @@ def passes() -> None:
             click.echo(f"    {option.describe()}")
 
 
-for _command in [*COMMANDS, *DEMO_COMMANDS]:
+for _command in [*COMMANDS, *EXPLAIN_COMMANDS, *DEMO_COMMANDS]:
     cli.add_command(_command)
 
 

@@ -11,9 +11,11 @@ from scalify_hlo.rewrites import (  # noqa: F401  (registration)
 )
 from scalify_hlo.rewrites.registry import (
     PASSES,
+    RECORD_KINDS,
     PassContext,
     PassInfo,
     PassInvocation,
+    Record,
     parse_pipeline,
     run_pipeline,
 )
@@ -26,6 +28,8 @@ __all__ = [
     "PassContext",
     "PassInfo",
     "PassInvocation",
+    "RECORD_KINDS",
+    "Record",
     "parse_pipeline",
     "run_pipeline",
 ]

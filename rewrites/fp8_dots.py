@@ -248,8 +248,11 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
             context.bump("fp8-dots.left-alone")
             context.warn(f"{short_location(op.location)}: dot_general stays in "
                          f"{element_type(op.operands[0])}: {reason}")
+            context.record(op.name, op.location, "not-fp8",
+                           f"stays in {element_type(op.operands[0])}: {reason}")
             continue
         lhs_fmt, rhs_fmt = _formats(op, options)
+        context.record(op.name, op.location, "fp8", f"{lhs_fmt} x {rhs_fmt}")
         rewrite_dot(op, lhs_fmt, rhs_fmt)
         context.bump("fp8-dots.fp8")
         context.bump(f"fp8-dots.{lhs_fmt}x{rhs_fmt}")

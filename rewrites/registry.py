@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from jax.extend.mlir import ir
 
@@ -63,18 +63,55 @@ class Option:
         return f"{self.name}=<{kind}> (default: {default}) {self.help}"
 
 
+class Record(NamedTuple):
+    """How a pass treated one op, for ``scalify-hlo explain`` and ``Report.records``.
+
+    ``kind`` is one of ``RECORD_KINDS``; ``location`` is the op's location as MLIR prints it
+    (JAX puts the user's source line and the name stack there), read while the IR is alive.
+    A named tuple: made for nearly every op of an explained rewrite.
+    """
+
+    op: str
+    location: str
+    kind: str
+    detail: str = ""
+
+
+# What a record says about an op, in the order tables list them.
+RECORD_KINDS = ("static", "runtime", "rescale", "fp8", "not-fp8", "wide", "fallback",
+                "saturated")
+
+
 @dataclass
 class PassContext:
-    """What passes report while running: warnings for the user and named statistics."""
+    """What passes report while running: warnings for the user, named statistics, and, when
+    someone asks for them (``records`` is a list, not None), a record per op of how it was
+    scaled. ``record`` does nothing while ``records`` is None, and the scalify pass tests it
+    once per op before it looks at the op's scales: a rewrite that nobody explains pays an
+    attribute read per op."""
 
     warnings: list[str] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+    records: list[Record] | None = None
+    # Printed locations by location attribute (attributes compare by value, locations by
+    # handle): ops share a few hundred locations, and printing one (a JAX traceback of
+    # callsites) costs more than the rest of a record.
+    _location_texts: dict[ir.Attribute, str] = field(default_factory=dict, repr=False)
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
 
     def bump(self, name: str, by: int = 1) -> None:
         self.stats[name] = self.stats.get(name, 0) + by
+
+    def record(self, op_name: str, location: ir.Location, kind: str, detail: str = "") -> None:
+        """Append a record if records are being kept."""
+        if self.records is not None:
+            key = location.attr
+            text = self._location_texts.get(key)
+            if text is None:
+                text = self._location_texts[key] = str(location)
+            self.records.append(Record(op_name, text, kind, detail))
 
 
 PassFn = Callable[[ir.Module, dict[str, Any], PassContext], None]
@@ -210,16 +247,19 @@ def run_pipeline(
     context: PassContext,
     after_pass: AfterPassHook | None = None,
 ) -> None:
-    for invocation in pipeline:
-        invocation.info.run(module, invocation.options, context)
-        try:
-            module.operation.verify()
-        except ir.MLIRError as exc:
-            diagnostics = getattr(exc, "error_diagnostics", None) or []
-            detail = diagnostics[0].message if diagnostics else str(exc)
-            raise RewriteError(
-                f"internal error: pass '{invocation.info.name}' produced an invalid module: "
-                + " ".join(detail.split())
-            ) from None
-        if after_pass is not None:
-            after_pass(invocation, module)
+    try:
+        for invocation in pipeline:
+            invocation.info.run(module, invocation.options, context)
+            try:
+                module.operation.verify()
+            except ir.MLIRError as exc:
+                diagnostics = getattr(exc, "error_diagnostics", None) or []
+                detail = diagnostics[0].message if diagnostics else str(exc)
+                raise RewriteError(
+                    f"internal error: pass '{invocation.info.name}' produced an invalid "
+                    "module: " + " ".join(detail.split())
+                ) from None
+            if after_pass is not None:
+                after_pass(invocation, module)
+    finally:
+        context._location_texts.clear()  # no IR handle outlives the pipeline's context

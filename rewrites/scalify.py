@@ -169,10 +169,12 @@ def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
     scope.emit = scope.emit.at(terminator.location)
     if RESCALE_ATTR in terminator.attributes:
         method = ir.StringAttr(terminator.attributes[RESCALE_ATTR]).value
-        for value in terminator.operands:
+        for index, value in enumerate(terminator.operands):
             found = scope.lookup(value)
             if isinstance(found, Scaled) and not found.any_scale:
                 scope.set(value, scope.rescale(found, method))
+                state.context.record("func.return", terminator.location, "rescale",
+                                     f"{method}, result {index}")
     scope.emit.at(terminator.location).op("func.return",
                                           scope.flatten(list(terminator.operands),
                                                         f32_scales=True), [])

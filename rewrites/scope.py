@@ -95,6 +95,8 @@ class ScalifyState:
     # in it (None outside an op: values keep their own type).
     current_dtype: ir.Type | None = None
     types: Types = field(default_factory=Types)
+    # The last op reported as a fallback: its record says so, not which scale it got.
+    fallback_op: ir.Operation | None = None
 
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""
@@ -128,6 +130,9 @@ class ScalifyState:
         message = f"{where}: {op.name} {why}; running it unscaled (scale 1)"
         self.context.bump("scalify.fallback-ops")
         self.context.warn(message)
+        if self.context.records is not None:
+            self.fallback_op = op
+            self.context.record(op.name, op.location, "fallback", why)
 
 
 class Scope:
@@ -217,12 +222,15 @@ class Scope:
         return found
 
     def report_saturated(self, exp: int, saturated: int, runtime: bool = False) -> None:
-        self.state.context.bump("scalify.saturated-scales")
+        """Saturation happens where a scale leaves the entry function (``scale_f32``)."""
+        context = self.state.context
+        context.bump("scalify.saturated-scales")
         what = f"2^{exp} times runtime scales" if runtime else f"2^{exp}"
-        self.state.context.warn(
+        context.warn(
             f"{short_location(self.emit.loc)}: scale {what} leaves the f32 range; saturated "
             f"to 2^{saturated}{' at run time' if runtime else ''}, the rest moved into the "
             f"data")
+        context.record("func.return", self.emit.loc, "saturated", f"{what} to 2^{saturated}")
 
     def exponent(self, scale: Scale) -> ir.Value:
         """The scale's exponent as a rank-0 i32 SSA value, emitted once per block and reused."""
@@ -569,10 +577,14 @@ class Scope:
         return Scaled(data, value.scale.times(Scale.dynamic(exponent)))
 
     def rescale_results(self, op: ir.Operation, method: str) -> None:
+        rescaled = False
         for result in op.results:
             found = self.lookup(result)
             if isinstance(found, Scaled) and not found.any_scale:
                 self.set(result, self.rescale(found, method))
+                rescaled = True
+        if rescaled:
+            self.state.context.record(op.name, op.location, "rescale", method)
 
     # ----- walking -------------------------------------------------------------------
     def rewrite_block(self, old_block: ir.Block) -> ir.Operation | None:
@@ -593,11 +605,11 @@ class Scope:
         try:
             self._rewrite_op(op, results)
             if wide:
-                self._retype_results(results)
+                self._retype_results(op, results)
         finally:
             state.current_dtype = saved
 
-    def _retype_results(self, results: Sequence[ir.Value]) -> None:
+    def _retype_results(self, op: ir.Operation, results: Sequence[ir.Value]) -> None:
         """Results go on in their own data type (a narrow sqrt of a wide square). Narrowing
         rescales first (amax): the wide value's static scale says nothing about where its
         data sits in f16's range (sqrt of a zero-initialized second moment at scale 1)."""
@@ -609,6 +621,10 @@ class Scope:
                 if found.data_element() != target:
                     if not found.any_scale and target == self.state.data_dtype:
                         found = self.rescale(found, "amax:nearest")
+                        state.context.record(
+                            op.name, op.location, "rescale",
+                            f"amax:nearest, {dtype_name(found.data_element())} to "
+                            f"{dtype_name(target)} (square-dtype)")
                     self.set(result, Scaled(self.emit.convert(found.data, target), found.scale,
                                             found.any_scale))
 
@@ -641,6 +657,32 @@ class Scope:
         rule(self, op)
         if RESCALE_ATTR in op.attributes:
             self.rescale_results(op, ir.StringAttr(op.attributes[RESCALE_ATTR]).value)
+        if self.state.context.records is not None:
+            self._record(op, results)
+
+    def _record(self, op: ir.Operation, results: Sequence[ir.Value]) -> None:
+        """Record how ``op``'s float results are scaled (static or runtime), and whether it
+        computes in the wide type; a fallback op was recorded as one when reported."""
+        state = self.state
+        if state.fallback_op is op:
+            return
+        found = [self.values.get(result) for result in results]
+        scaled = [value for value in found if isinstance(value, Scaled)]
+        if not scaled:  # compare, float -> int convert: no float result to scale
+            return
+        context, location = state.context, op.location
+        if state.current_dtype is not None and state.current_dtype != state.data_dtype:
+            context.record(op.name, location, "wide",
+                           f"{dtype_name(state.current_dtype)} data (square-dtype)")
+        dynamic = [value.scale for value in scaled if not value.scale.is_static]
+        if dynamic:
+            context.record(op.name, location, "runtime", describe_runtime(dynamic[0]))
+        elif all(value.any_scale for value in scaled):
+            context.record(op.name, location, "static", "any (0/inf/NaN)")
+        else:
+            exponents = sorted({value.scale.exp for value in scaled if not value.any_scale})
+            context.record(op.name, location, "static",
+                           ", ".join(f"2^{exp}" for exp in exponents))
 
     def child(self, block: ir.Block) -> Scope:
         child = Scope(self.state, block, self)
@@ -686,6 +728,13 @@ class Scope:
             else:
                 self.set(old, news[position])
                 position += 1
+
+
+def describe_runtime(scale: Scale) -> str:
+    """A runtime scale for a reader: its static part and how many runtime factors."""
+    count = len(scale.factors)
+    factors = f"{count} runtime factor{'s' if count != 1 else ''}"
+    return f"2^{scale.exp} x {factors}" if scale.exp else factors
 
 
 def _fold(emit: Emitter, name: str, exponents: Sequence[ir.Value]) -> ir.Value:

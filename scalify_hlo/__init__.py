@@ -11,7 +11,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 __all__ = ["Policy", "Report", "ScaledArray", "ScaledStep", "as_scaled", "compile_scaled",
-           "export", "scale_tree", "unscale_tree"]
+           "export", "load_scaled", "scale_tree", "unscale_tree"]
 
 _LAZY = {
     "Policy": "scalify_hlo.policy",
@@ -19,6 +19,7 @@ _LAZY = {
     "ScaledStep": "scalify_hlo.compile",
     "compile_scaled": "scalify_hlo.compile",
     "export": "scalify_hlo.compile",
+    "load_scaled": "scalify_hlo.saved",
     "ScaledArray": "scalify_hlo.scaled_array",
     "as_scaled": "scalify_hlo.scaled_array",
     "scale_tree": "scalify_hlo.scaled_array",

@@ -15,6 +15,7 @@ from scalify_hlo.rewrites import (
     DEFAULT_PIPELINE,
     PassContext,
     PassInvocation,
+    Record,
     parse_pipeline,
     run_pipeline,
 )
@@ -63,6 +64,7 @@ def rewrite_module_source(
     debug_info: bool = False,
     dump_after_pass: DumpHook | None = None,
     inspect: InspectHook | None = None,
+    records: bool = False,
 ) -> ChunkResult:
     """Parse, verify, run the pipeline and serialize one module.
 
@@ -72,11 +74,17 @@ def rewrite_module_source(
     signature, which results share a value) reads them there instead of parsing the output
     again, a second parse and verify of a module several times the size of the input.
 
+    With ``records``, the passes keep a record per op of how it was scaled
+    (``result.context.records``, read by ``scalify-hlo explain`` and ``Report.records``);
+    without, they keep none and pay nothing for it.
+
     User errors come back in ``ChunkResult.error`` rather than raised, so that a multi-chunk
     input can report one chunk's failure and still process the others.
     """
     invocations = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
     result = ChunkResult(output=None)
+    if records:
+        result.context.records = []
     with _cyclic_gc_paused(), hlo_ir.ir_context():
         try:
             module = hlo_ir.parse_module(source, filename, line_offset)
@@ -95,7 +103,24 @@ def rewrite_module_source(
             result.error = hlo_ir.relocate(str(exc), filename, line_offset)
     result.context.warnings = [hlo_ir.relocate(w, filename, line_offset)
                                for w in result.context.warnings]
+    if result.context.records:
+        result.context.records = _relocated(result.context.records, filename, line_offset)
     return result
+
+
+def _relocated(records: list[Record], filename: str, line_offset: int) -> list[Record]:
+    """Records whose ops sit in the parsed text (no location of their own) point at
+    ``filename`` and the chunk's line, as warnings do."""
+    texts: dict[str, str] = {}
+    relocated = []
+    for record in records:
+        text = texts.get(record.location)
+        if text is None:
+            text = texts[record.location] = hlo_ir.relocate_location(record.location,
+                                                                     filename, line_offset)
+        relocated.append(record if text is record.location
+                         else record._replace(location=text))
+    return relocated
 
 
 def rewrite_text(text: str, pipeline: str = DEFAULT_PIPELINE, debug_info: bool = False) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -22,8 +23,11 @@ from jax.extend.mlir.dialects import stablehlo
 
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.explain import FORMATS as EXPLAIN_FORMATS
+from scalify_hlo.explain import Explanation
 from scalify_hlo.ir import OPS_COUNTED
 from scalify_hlo.policy import Policy
+from scalify_hlo.rewrites import Record
 from scalify_hlo.scaled_array import (
     ScaleBank,
     ScaledArray,
@@ -73,12 +77,27 @@ class LeafSpec:
 
 @dataclasses.dataclass
 class Report:
-    """What the rewrite did: op counts, FP8 dots, fallbacks and rescale points."""
+    """What the rewrite did: op counts, FP8 dots, fallbacks and rescale points; and per op,
+    how it is scaled (``records``, the tables of ``table()``, as ``scalify-hlo explain``)."""
 
     ops_before: dict[str, int]
     ops_after: dict[str, int]
     stats: dict[str, int]
     warnings: list[str]
+    records: list[Record] = dataclasses.field(default_factory=list)
+    pipeline: str = ""
+
+    def explanation(self) -> Explanation:
+        """The records as tables: ``families()`` and ``lines()`` as data."""
+        return Explanation(self.records, self.pipeline, self.warnings)
+
+    def table(self, fmt: str = "text") -> str:
+        """Per op family, counts by kind; per source line, the ops and how they are scaled
+        (``fmt``: ``text`` or ``json``, as ``scalify-hlo explain --format``)."""
+        if fmt not in EXPLAIN_FORMATS:
+            raise ScalifyError(f"unknown table format '{fmt}' (use one of "
+                               f"{', '.join(EXPLAIN_FORMATS)})")
+        return self.explanation().render(fmt)
 
     @property
     def fp8_dots(self) -> tuple[int, int]:
@@ -199,7 +218,7 @@ class ScaledStep:
                 self._first_same_scale = _first_same_scale(module, self._out_specs)
 
         result = rewrite_module_source(self.stages["exported"], pipeline, debug_info=True,
-                                       dump_after_pass=keep, inspect=inspect)
+                                       dump_after_pass=keep, inspect=inspect, records=True)
         if result.error is not None or result.output is None:
             raise ScalifyError(f"cannot rewrite the step: {result.error}")
         self.text = result.output.decode()
@@ -209,9 +228,17 @@ class ScaledStep:
                 f"(data, scale) pair per floating argument: {expected} arguments, got "
                 f"{len(signature[0].inputs)}); compile_scaled needs one with scalify")
         self._report = Report(result.ops_before, result.ops_after, dict(result.context.stats),
-                              list(result.context.warnings))
+                              list(result.context.warnings),
+                              list(result.context.records or []), pipeline)
         self.exported = _scaled_exported(original, self.text, signature[0], self._in_specs,
                                          self._out_specs)
+        self._set_calling_convention()
+
+    def _set_calling_convention(self, arg_slots: list[int | None] | None = None,
+                                bank_size: int | None = None) -> None:
+        """What a call needs beyond the exported module, from ``exported``, the leaf specs
+        and trees and ``_first_same_scale``: run by ``__init__`` and by ``load_scaled``
+        (which passes the bank layout it saved)."""
         self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
         self._out_scaled = [spec.scaled for spec in self._out_specs]
         # (output index, its index in the bank) of every scaled output, in order.
@@ -221,9 +248,12 @@ class ScaledStep:
         # with the same path and shape (the state a training step returns), so that the
         # first call and the steady state of a loop take their scales from the same places
         # and run one compiled program; after the outputs' scales otherwise.
-        self._arg_slots = _arg_slots(self._in_specs, self._out_specs, self._out_tree)
-        self._bank_size = max([sum(self._out_scaled), *(s + 1 for s in self._arg_slots if
-                                                           s is not None)], default=1)
+        self._arg_slots = (_arg_slots(self._in_specs, self._out_specs, self._out_tree)
+                           if arg_slots is None else arg_slots)
+        if bank_size is None:
+            bank_size = max([sum(self._out_scaled), *(s + 1 for s in self._arg_slots if
+                                                      s is not None)], default=1)
+        self._bank_size = bank_size
         # One jitted program per layout (where each argument's scale comes from; see
         # _flatten), looked up here: as a static argument of one jax.jit the layout cost
         # about 9 us per call to hash and compare, more than a small step's scale arithmetic.
@@ -459,6 +489,22 @@ class ScaledStep:
             if key.split("{", 1)[0] == name:
                 return self.stages[key]
         raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
+
+    # ----- saving -------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the step to ``path`` (atomically): its exported program, calling
+        convention, report and stages; ``scalify_hlo.load_scaled(path)`` rebuilds it without
+        exporting or rewriting (see ``scalify_hlo/saved.py``)."""
+        from scalify_hlo.saved import save_step
+
+        save_step(self, path)
+
+    @staticmethod
+    def load(path: str | os.PathLike[str]) -> ScaledStep:
+        """``scalify_hlo.load_scaled``."""
+        from scalify_hlo.saved import load_scaled
+
+        return load_scaled(path)
 
 
 # Host values that jax.jit takes where the step takes an array, converting them itself.

@@ -306,3 +306,16 @@ def relocate(message: str, filename: str, line_offset: int) -> str:
     """Point ``-:LINE:COL`` (a position in the parsed text) at ``FILE:LINE+offset:COL``."""
     return _CHUNK_POSITION_RE.sub(
         lambda m: f"{filename}:{int(m.group(1)) + line_offset}:{m.group(2)}", message)
+
+
+_LOCATION_POSITION_RE = re.compile(r'"-":(\d+):(\d+)')
+
+
+def relocate_location(text: str, filename: str, line_offset: int) -> str:
+    """``relocate`` for a printed location: ``"-":LINE:COL`` (the position MLIR gives an op
+    of parsed text without a location of its own) as ``"FILE":LINE+offset:COL``."""
+    if '"-":' not in text:
+        return text
+    quoted = filename.replace("\\", "\\\\").replace('"', '\\"')
+    return _LOCATION_POSITION_RE.sub(
+        lambda m: f'"{quoted}":{int(m.group(1)) + line_offset}:{m.group(2)}', text)

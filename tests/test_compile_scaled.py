@@ -9,6 +9,7 @@ step is compiled once per mode (module-scoped fixtures).
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import subprocess
 import sys
@@ -448,6 +449,27 @@ def test_report_of_the_default_policy_puts_every_dot_in_fp8(
     assert report.fallbacks == []
     assert "f8E4M3FN" in transformer_fp8.stage("fp8-dots")
     assert "f8E4M3FN" not in transformer_fp8.stage("scalify")
+
+
+def test_report_records_say_how_each_op_is_scaled(transformer_fp8: ScaledStep) -> None:
+    """The records that ``scalify-hlo explain`` prints, kept with the step's report: every
+    FP8 dot with its formats, Adam's second moment kept wide, the user's source lines."""
+    report = transformer_fp8.report()
+    kinds = {record.kind for record in report.records}
+    assert {"static", "runtime", "fp8", "wide"} <= kinds and "fallback" not in kinds
+    fp8 = [record for record in report.records if record.kind == "fp8"]
+    assert len(fp8) == report.fp8_dots[0]
+    assert {record.detail for record in fp8} == {"f8E4M3FN x f8E4M3FN", "f8E5M2 x f8E4M3FN"}
+    table = report.table()
+    assert table.startswith("by op family") and "by source line" in table
+    assert "testdata/models.py:" in table and "fp8" in table
+    data = json.loads(report.table("json"))
+    assert sum(row["kinds"].get("fp8", 0) for row in data["families"]) == len(fp8)
+    assert data["pipeline"] == transformer_fp8.pipeline
+    heads = [line.split(": ")[0] for line in str(report).splitlines()[:4]]
+    assert heads == ["ops", "fp8 dots", "fallbacks (ops run unscaled)", "rescale points"]
+    with pytest.raises(ScalifyError, match="unknown table format 'yaml'"):
+        report.table("yaml")
 
 
 def test_stages_are_the_module_after_each_pass(

@@ -20,9 +20,10 @@ def test_quickstart_has_the_steps() -> None:
     assert len(blocks) >= 5
     code = "\n".join(blocks)
     for name in ("scalify_hlo.export", "compile_scaled", "scale_args", ".report()",
-                 'stage("fp8-dots")'):
+                 'stage("fp8-dots")', ".table()", ".save(", "load_scaled"):
         assert name in code, name
     assert "scalify-hlo rewrite" in QUICKSTART.read_text()
+    assert "scalify-hlo explain" in QUICKSTART.read_text()
 
 
 def test_quickstart_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
