@@ -69,7 +69,12 @@ def entry_signature(source: str | bytes, filename: str = "-") -> EntrySignature:
 def signature_of(module: ir.Module) -> EntrySignature:
     """``entry_signature`` of a module already in memory (no second parse of its text)."""
     func = entry_function(module)
-    function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    return signature_of_type(ir.TypeAttr(func.attributes["function_type"]).value)
+
+
+def signature_of_type(function_type: ir.Type) -> EntrySignature:
+    """The ``EntrySignature`` of a function type (``scalify.original_type`` too)."""
+    function_type = ir.FunctionType(function_type)
     return EntrySignature(tuple(_spec(t) for t in function_type.inputs),
                           tuple(_spec(t) for t in function_type.results))
 

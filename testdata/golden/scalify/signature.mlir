@@ -113,3 +113,21 @@ func.func private @helper(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.multiply %arg0, %arg0 : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Names: JAX names each argument by its location. The rewrite writes the path
+// into jax.arg_info, with .data and .scale on the two halves of a split
+// argument, so that a module printed without locations (the default) still
+// names its inputs; scalify-hlo run and compare print them. The function
+// records its type before the split in scalify.original_type: scalify-hlo run
+// takes inputs in that signature and joins the outputs back.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4xf32> {jax.arg_info = "p['w'].data"}, [[XS:%.*]]: tensor<f32> {jax.arg_info = "p['w'].scale"}, [[N:%.*]]: tensor<i32> {jax.arg_info = "step"})
+// CHECK-SAME:    -> (tensor<4xf32> {jax.result_info = "result.data"}, tensor<f32> {jax.result_info = "result.scale"})
+// CHECK-SAME:    attributes {scalify.original_type = (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>}
+// CHECK-NEXT:    return [[X]], [[XS]] : tensor<4xf32>, tensor<f32>
+func.func public @main(%arg0: tensor<4xf32> loc("p['w']"), %arg1: tensor<i32> loc("step")) -> (tensor<4xf32> {jax.result_info = "result"}) {
+  return %arg0 : tensor<4xf32>
+}
