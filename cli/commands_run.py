@@ -345,9 +345,10 @@ def compare(a_path: str, b_path: str, inputs_path: str | None, seed: int | None,
     Inputs and outputs are named by their pytree paths where the modules name them.
 
     \b
-    What to expect of the default FP8 pipeline (benchmarks/fp8_snr.py): max rel errors of
-    0.1 to 1 (Adam's first update flips sign where the gradient is near zero), SNR of 10 to
-    40 dB per tensor output and a loss within 1%: check it with --fp8.
+    What to expect of the default FP8 pipeline (benchmarks/fp8_snr.py, real inputs or a
+    trained state): max rel errors of 0.1 to 2 (Adam's first update flips sign where the
+    gradient is near zero), SNR of 11 dB or more per tensor output, the loss within 2%:
+    check it with --fp8 (docs/quickstart.md says where it does not apply).
 
     Exit status 0 when every output is within tolerance, 1 otherwise.
     """
