@@ -21,7 +21,11 @@ import scalify_hlo.rewrites
 from scalify_hlo.cli.common import UserError, read_input, write_output
 
 import scalify_hlo
+from scalify_hlo import host_run
 from scalify_hlo import inputs as host
+from scalify_hlo import tolerance as tol
+from scalify_hlo.module_info import ModuleInfo, module_info
+from scalify_hlo.names import label
 
 _DOTTED_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 EXAMPLE_ARGS_SUFFIX = "_example_args"
@@ -197,46 +201,111 @@ def _module(path: str) -> host.LoadedModule:
     return host.load_module(read_input(path), name)
 
 
-def _inputs(signature, inputs_path: str | None, seed: int | None,
-            takes: str) -> tuple[list[np.ndarray], str]:
+def _inputs(signature, inputs_path: str | None, seed: int | None, takes: str,
+            names: tuple[str | None, ...] = (),
+            squares: frozenset[int] = frozenset()) -> tuple[list[np.ndarray], str]:
     if inputs_path is not None and seed is not None:
         raise UserError("give --inputs or --seed, not both")
     if inputs_path is not None:
         if inputs_path == "-":
             raise UserError("--inputs needs a file, not stdin")
-        arrays = host.load_inputs(read_input(inputs_path), inputs_path, signature, takes)
+        arrays = host.load_inputs(read_input(inputs_path), inputs_path, signature, takes,
+                                  names)
         return arrays, inputs_path
-    seed = 0 if seed is None else seed
-    rng = np.random.default_rng(seed)
-    return host.random_inputs(signature, rng), f"random, seed {seed}"
+    return _random(signature, seed, squares)
 
 
 _INPUTS_HELP = ("Inputs as .npz, one array per argument in order (arr_0, arr_1, ... as "
                 "np.savez(path, *arrays) writes them, or arg0, arg1, ...).")
 _SEED_HELP = ("Random inputs from this seed (the default, with seed 0): unit-normal floats, "
-              "integers in [0, 4).")
+              "integers in [0, 4); |x| for squares (an argument named nu, or flowing into a "
+              "sqrt/rsqrt), so that Adam's second moment is not negative. Other arguments "
+              "that must be positive, token ids beyond 3, masks: give --inputs.")
+
+
+def _random(signature, seed: int | None, squares: frozenset[int]
+            ) -> tuple[list[np.ndarray], str]:
+    seed = 0 if seed is None else seed
+    rng = np.random.default_rng(seed)
+    return host_run.random_step_inputs(signature, rng, squares), f"random, seed {seed}"
+
+
+def _info(module: host.LoadedModule) -> ModuleInfo:
+    return module_info(module.text, module.name)
 
 
 @click.command()
 @click.argument("module_path", metavar="IN")
-@click.option("--inputs", "inputs_path", metavar="NPZ", help=_INPUTS_HELP)
+@click.option("--inputs", "inputs_path", metavar="NPZ", help=_INPUTS_HELP + " For a scaled "
+              "rewrite: in the original (unscaled) signature, or as the rewrite's own (data, "
+              "scale) pairs.")
 @click.option("--seed", type=int, help=_SEED_HELP)
 @click.option("-o", "--output", metavar="NPZ", help="Write the outputs to this .npz "
-              "(arr_0, arr_1, ...).")
+              "(arr_0, arr_1, ...): a scaled rewrite's joined ones (data * scale, one array "
+              "per original result) unless --raw.")
+@click.option("--raw", is_flag=True, help="Show and write a scaled rewrite's own outputs "
+              "((data, scale) pairs), not the joined ones.")
 def run(module_path: str, inputs_path: str | None, seed: int | None,
-        output: str | None) -> None:
-    """Run the module IN with XLA on this machine and summarize each output."""
+        output: str | None, raw: bool) -> None:
+    """Run the module IN with XLA on this machine and summarize each output.
+
+    A scaled rewrite (scalify-hlo rewrite's output, which records the original signature)
+    runs like the original step: inputs are given (or drawn) in the original signature and
+    split into (data, power-of-two scale) pairs, scales from the RMS; outputs are joined
+    (data * scale, in the original dtype). Each input and output is named by its pytree path
+    where the module names it. A warning goes to stderr when an output has NaN or Inf and no
+    input has.
+    """
     if output == "-":
         raise UserError("-o needs a file name; outputs are summarized on stdout")
+    if inputs_path is not None and seed is not None:
+        raise UserError("give --inputs or --seed, not both")
     module = _module(module_path)
-    arrays, _ = _inputs(module.signature, inputs_path, seed, module.name)
-    from scalify_hlo.runner import run_module
-
-    outputs = run_module(module.text, arrays)
+    info = _info(module)
+    pairing = host_run.pair_module(module, info)
+    names, result_names = host_run.original_names(pairing, info)
+    if inputs_path is not None:
+        if inputs_path == "-":
+            raise UserError("--inputs needs a file, not stdin")
+        arrays, original = host_run.load_run_inputs(
+            read_input(inputs_path), inputs_path, module, pairing, names, info.input_names)
+    else:
+        squares = host_run.original_squares(pairing, info, names)
+        signature = pairing.original if pairing is not None else module.signature
+        arrays, _ = _random(signature, seed, squares)
+        original = True
+    outputs = _run_outputs(module, pairing, arrays, original, raw)
+    if pairing is not None and raw:
+        result_names = info.result_names
     for index, array in enumerate(outputs):
-        click.echo(f"output {index}: {host.summarize(array)}")
+        click.echo(f"output {label(index, result_names)}: {host.summarize(array)}")
+    _warn_nonfinite(arrays, outputs, result_names)
     if output is not None:
         write_output(output, host.npz_bytes(outputs))
+
+
+def _run_outputs(module: host.LoadedModule, pairing: host.Pairing | None,
+                 arrays: list[np.ndarray], original: bool, raw: bool) -> list[np.ndarray]:
+    """The module's outputs; a scaled rewrite's joined back (data * scale, original dtypes)
+    unless ``raw``. ``original``: ``arrays`` are in the original signature (split here)."""
+    from scalify_hlo.runner import run_module
+
+    if pairing is None:
+        return run_module(module.text, arrays)
+    flat = run_module(module.text, host.split_for(pairing, arrays) if original else arrays)
+    if raw:
+        return flat
+    joined = host.join_outputs(pairing.original, flat)
+    return host_run.joined_in_original_dtypes(pairing.original, joined)
+
+
+def _warn_nonfinite(inputs: list[np.ndarray], outputs: list[np.ndarray],
+                    names: tuple[str | None, ...]) -> None:
+    bad = host_run.new_nonfinite(inputs, outputs)
+    if bad:
+        shown = ", ".join(label(i, names) for i in bad[:3]) + (", ..." if len(bad) > 3 else "")
+        click.echo(f"warning: {len(bad)} of {len(outputs)} outputs have NaN or Inf, the inputs "
+                   f"none: output {shown}", err=True)
 
 
 @click.command()
@@ -245,10 +314,20 @@ def run(module_path: str, inputs_path: str | None, seed: int | None,
 @click.option("--inputs", "inputs_path", metavar="NPZ", help=_INPUTS_HELP + " Given in the "
               "original (unscaled) signature.")
 @click.option("--seed", type=int, help=_SEED_HELP)
-@click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True,
-              help="Largest max rel error allowed for every output.")
+@click.option("--rtol", type=click.FloatRange(min=0), help="Largest max rel error allowed "
+              f"for every output (default {tol.DEFAULT_RTOL:g}, unless --fp8, --min-snr or "
+              "--scalar-rtol is given).")
+@click.option("--fp8", is_flag=True, help="Judge an FP8 rewrite: every tensor output's SNR >= "
+              f"{tol.FP8_MIN_SNR_DB:g} dB and every scalar output (the loss) within "
+              f"{tol.FP8_SCALAR_RTOL:g} relative error (measured on the sample steps, "
+              "docs/quickstart.md), instead of --rtol.")
+@click.option("--min-snr", "min_snr", type=float, metavar="DB", help="Smallest SNR (dB) "
+              "allowed for every tensor output (and scalar one without --scalar-rtol).")
+@click.option("--scalar-rtol", type=click.FloatRange(min=0), help="Largest relative error "
+              "allowed for every scalar output (the loss).")
 def compare(a_path: str, b_path: str, inputs_path: str | None, seed: int | None,
-            rtol: float) -> None:
+            rtol: float | None, fp8: bool, min_snr: float | None,
+            scalar_rtol: float | None) -> None:
     """Run modules A and B on the same inputs and compare their outputs, A as reference.
 
     Either both have the same entry signature, or one is the other's scaled rewrite (every
@@ -263,24 +342,50 @@ def compare(a_path: str, b_path: str, inputs_path: str | None, seed: int | None,
       SNR dB        10 log10(sum a^2 / sum (a - b)^2), inf when equal
       NaN/Inf diff  positions where NaN or Inf differ (any is a failure)
 
-    Exit status 0 when every output is within --rtol, 1 otherwise.
+    Inputs and outputs are named by their pytree paths where the modules name them.
+
+    \b
+    What to expect of the default FP8 pipeline (benchmarks/fp8_snr.py, real inputs or a
+    trained state): max rel errors of 0.1 to 2 (Adam's first update flips sign where the
+    gradient is near zero), SNR of 11 dB or more per tensor output, the loss within 2%:
+    check it with --fp8 (docs/quickstart.md says where it does not apply).
+
+    Exit status 0 when every output is within tolerance, 1 otherwise.
     """
+    tolerance = tol.choose(rtol, fp8, min_snr, scalar_rtol)
     modules = (_module(a_path), _module(b_path))
     pairing = host.pair_signatures(*modules)
     names = (modules[0].name, modules[1].name)
+    original = 1 - pairing.scaled if pairing.scaled is not None else 0
+    info = _info(modules[original])
+    scaled_info = _info(modules[pairing.scaled]) if pairing.scaled is not None else info
+    arg_names, result_names = _compare_names(pairing, info, scaled_info)
+    squares = host_run.original_squares(None, info, arg_names)
     arrays, source = _inputs(pairing.original, inputs_path, seed,
-                             host.original_name(pairing, names))
+                             host.original_name(pairing, names), arg_names, squares)
     reference, other = host.run_pair(pairing, modules, arrays)
     diffs = host.compare_outputs(reference, other)
     click.echo(f"{names[0]} vs {names[1]}: {host.describe_pairing(pairing, names)}; "
-               f"inputs: {source}; reference: {names[0]}")
-    click.echo(host.diff_table(diffs))
+               f"inputs: {source}; reference: {names[0]}; checks: {tolerance.describe()}")
+    click.echo(host.diff_table(diffs, result_names))
     failures = [(index, why) for index, d in enumerate(diffs)
-                if (why := d.failure(rtol)) is not None]
+                if (why := tolerance.failure(d)) is not None]
     if failures:
         index, why = failures[0]
         more = f" ({len(failures)} of {len(diffs)} outputs fail)" if len(failures) > 1 else ""
-        raise UserError(f"output {index}: {why}{more}")
+        raise UserError(f"output {label(index, result_names)}: {why}{more}")
+
+
+def _compare_names(pairing: host.Pairing, info: ModuleInfo, scaled_info: ModuleInfo
+                   ) -> tuple[tuple[str | None, ...], tuple[str | None, ...]]:
+    """Argument and result names in the original signature: the original module's, or the
+    scaled one's where the original has none."""
+    inputs, results = info.input_names, info.result_names
+    if pairing.scaled is None:
+        return inputs, results
+    from_scaled = host_run.original_names(pairing, scaled_info)
+    return (tuple(a or b for a, b in zip(inputs, from_scaled[0], strict=True)),
+            tuple(a or b for a, b in zip(results, from_scaled[1], strict=True)))
 
 
 COMMANDS = (export, run, compare)

@@ -21,6 +21,14 @@ from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, ScalifyState, Scope
 from scalify_hlo.rewrites.square_values import square_values
 
 from scalify_hlo.errors import RewriteError
+from scalify_hlo.names import (
+    ARG_NAME_ATTR,
+    DATA_SUFFIX,
+    ORIGINAL_TYPE_ATTR,
+    SCALE_SUFFIX,
+    argument_names,
+    half_name,
+)
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 
 DATA_DTYPES = ("f32", "f16", "bf16")
@@ -56,6 +64,14 @@ def _with_suffix(attrs: dict[str, ir.Attribute], suffix: str) -> dict[str, ir.At
     return attrs
 
 
+def _with_name(attrs: dict[str, ir.Attribute], name: str | None) -> dict[str, ir.Attribute]:
+    """``attrs`` with ``jax.arg_info = name``: an argument keeps its path when the module is
+    printed without locations (where JAX's export keeps it)."""
+    if name is None:
+        return attrs
+    return {**attrs, ARG_NAME_ATTR: ir.StringAttr.get(name)}
+
+
 def _scale_location(loc: ir.Location) -> ir.Location:
     text = str(loc)
     match = re.match(r'loc\("([^"]*)"\)$', text)
@@ -76,6 +92,7 @@ class SignatureSplit:
                                   if returned is not None else
                                   [scope.data_type(t) for t in self.results])
         self.arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
+        self.arg_names = argument_names(func)
         self.res_attrs = func.attributes["res_attrs"] if "res_attrs" in func.attributes else None
         self.result_positions: list[int] = []
         position = 0
@@ -111,9 +128,13 @@ class SignatureSplit:
         entries: list[ir.Attribute] = []
         for index, t in enumerate(self.inputs):
             attrs = self._remap_aliasing(_dict_attr(self.arg_attrs, index))
-            entries.append(ir.DictAttr.get(attrs))
-            if is_scalable_type(t):
-                entries.append(ir.DictAttr.get(_scale_attrs(attrs)))
+            name = self.arg_names[index]
+            if not is_scalable_type(t):
+                entries.append(ir.DictAttr.get(_with_name(attrs, name)))
+                continue
+            entries.append(ir.DictAttr.get(_with_name(attrs, half_name(name, DATA_SUFFIX))))
+            entries.append(ir.DictAttr.get(_with_name(_scale_attrs(attrs),
+                                                      half_name(name, SCALE_SUFFIX))))
         return ir.ArrayAttr.get(entries)
 
     def scale_arguments(self) -> list[int]:
@@ -153,6 +174,8 @@ def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
     attributes["res_attrs"] = split.new_res_attrs()
     if scale_arguments := split.scale_arguments():  # where a host finds the scales it is given
         attributes[SCALE_ARGS_ATTR] = ir.DenseI64ArrayAttr.get(scale_arguments)
+    # The original signature, so that a scaled module can be run on its own (scalify-hlo run).
+    attributes[ORIGINAL_TYPE_ATTR] = func.attributes["function_type"]
     new_func = ir.Operation.create("func.func", results=[], operands=[], attributes=attributes,
                                    regions=1, loc=func.location, ip=ir.InsertionPoint(func))
     arg_locs: list[ir.Location] = []

@@ -26,6 +26,7 @@ import numpy as np
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.names import label
 from scalify_hlo.scaled_array import check_scale, is_pow2, split_scale
 from scalify_hlo.signature import (
     ELEMENT_DTYPES,
@@ -138,11 +139,13 @@ def read_npz(data: bytes, filename: str) -> list[np.ndarray]:
 
 
 def check_inputs(signature: EntrySignature, arrays: Sequence[np.ndarray],
-                 source: str = "inputs", takes: str = "the entry function") -> list[np.ndarray]:
+                 source: str = "inputs", takes: str = "the entry function",
+                 names: Sequence[str | None] = ()) -> list[np.ndarray]:
     """``arrays`` checked against the entry signature: count, shape and exact dtype.
 
     Raw void arrays of the right size are viewed as bf16 / FP8 (how ``.npz`` stores them).
-    ``source`` names the arrays and ``takes`` the function in error messages.
+    ``source`` names the arrays, ``takes`` the function and ``names`` its arguments' paths
+    in error messages.
     """
     if len(arrays) != len(signature.inputs):
         raise InputError(f"{source}: {len(arrays)} arrays, but {takes} takes "
@@ -155,10 +158,12 @@ def check_inputs(signature: EntrySignature, arrays: Sequence[np.ndarray],
                 and array.dtype.names is None and array.dtype.itemsize == expected.itemsize):
             array = array.view(expected)
         if tuple(array.shape) != spec.shape:
-            raise InputError(f"{source}: argument {index}: shape {tuple(array.shape)}, "
+            raise InputError(f"{source}: argument {label(index, names)}: shape "
+                             f"{tuple(array.shape)}, "
                              f"expected {spec_str(spec)}")
         if array.dtype != expected:
-            raise InputError(f"{source}: argument {index}: dtype {array.dtype}, expected "
+            raise InputError(f"{source}: argument {label(index, names)}: dtype "
+                             f"{array.dtype}, expected "
                              f"{spec_str(spec)} ({expected})")
         checked.append(array)
     return split_scales(signature, checked, source)
@@ -185,9 +190,10 @@ def split_scales(signature: EntrySignature, arrays: list[np.ndarray],
 
 
 def load_inputs(data: bytes, filename: str, signature: EntrySignature,
-                takes: str = "the entry function") -> list[np.ndarray]:
+                takes: str = "the entry function",
+                names: Sequence[str | None] = ()) -> list[np.ndarray]:
     """Read an ``.npz`` file's bytes and check its arrays against ``signature``."""
-    return check_inputs(signature, read_npz(data, filename), filename, takes)
+    return check_inputs(signature, read_npz(data, filename), filename, takes, names)
 
 
 def npz_bytes(arrays: Sequence[np.ndarray]) -> bytes:
@@ -323,6 +329,13 @@ def describe_pairing(pairing: Pairing, names: tuple[str, str]) -> str:
     return f"{scaled} is the scaled rewrite of {original} ({pairing.data_dtype} data)"
 
 
+def split_for(pairing: Pairing, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``inputs`` (in ``pairing.original``'s signature) as the scaled module takes them:
+    (data, scale) pairs in each input's data dtype, scales from the RMS."""
+    dtypes = [ELEMENT_DTYPES[d] if d is not None else None for d in pairing.input_data_dtypes]
+    return split_inputs(pairing.original, inputs, data_dtype=dtypes)
+
+
 def run_pair(pairing: Pairing, modules: tuple[LoadedModule, LoadedModule],
              inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Run both modules on ``inputs`` (in ``pairing.original``'s signature); the scaled one
@@ -333,10 +346,7 @@ def run_pair(pairing: Pairing, modules: tuple[LoadedModule, LoadedModule],
     outputs = []
     for side, module in enumerate(modules):
         if side == pairing.scaled:
-            dtypes = [ELEMENT_DTYPES[d] if d is not None else None
-                      for d in pairing.input_data_dtypes]
-            raw = run_module(module.text,
-                             split_inputs(pairing.original, inputs, data_dtype=dtypes))
+            raw = run_module(module.text, split_for(pairing, inputs))
             outputs.append(join_outputs(pairing.original, raw))
         else:
             outputs.append(run_module(module.text, list(inputs)))
@@ -410,15 +420,20 @@ def compare_outputs(reference: Sequence[np.ndarray],
     return [compare_arrays(a, b) for a, b in zip(reference, other, strict=True)]
 
 
-def diff_table(diffs: Sequence[OutputDiff]) -> str:
-    """One row per output: index, shape, max abs / rel / elementwise rel error, SNR."""
-    rows = [("output", "shape", "max abs err", "max rel err", "max elem rel", "SNR dB",
-             "NaN/Inf diff")]
+def diff_table(diffs: Sequence[OutputDiff], names: Sequence[str | None] = ()) -> str:
+    """One row per output: index, path (a ``name`` column when the module names its
+    results), shape, max abs / rel / elementwise rel error, SNR."""
+    named = any(names)
+    rows = [("output", *(("name",) if named else ()), "shape", "max abs err", "max rel err",
+             "max elem rel", "SNR dB", "NaN/Inf diff")]
     for index, d in enumerate(diffs):
-        rows.append((str(index), str(d.shape), f"{d.max_abs:.3g}", f"{d.max_rel:.3g}",
-                     f"{d.max_elem_rel:.3g}", f"{d.snr_db:.1f}", str(d.nonfinite_mismatch)))
+        name = (names[index] if index < len(names) else None) or "-"
+        rows.append((str(index), *((name,) if named else ()), str(d.shape), f"{d.max_abs:.3g}",
+                     f"{d.max_rel:.3g}", f"{d.max_elem_rel:.3g}", f"{d.snr_db:.1f}",
+                     str(d.nonfinite_mismatch)))
+    left = 3 if named else 2  # left-aligned columns: output, name, shape
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
+    return "\n".join("  ".join(cell.ljust(w) if i < left else cell.rjust(w)
                                for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
                      .rstrip() for row in rows)
 

@@ -9,7 +9,7 @@ split inputs into that convention and put outputs back together.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import ml_dtypes
 import numpy as np
@@ -73,9 +73,8 @@ def signature_of(module: ir.Module) -> EntrySignature:
     """``entry_signature`` of a module already in memory (no second parse of its text)."""
     func = entry_function(module)
     function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    inputs = tuple(_spec(t) for t in function_type.inputs)
-    return EntrySignature(inputs, tuple(_spec(t) for t in function_type.results),
-                          _scale_inputs(func, inputs))
+    signature = signature_of_type(function_type)
+    return replace(signature, scale_inputs=_scale_inputs(func, signature.inputs))
 
 
 def _scale_inputs(func: ir.Operation, inputs: tuple[TensorSpec, ...]) -> tuple[int, ...]:
@@ -86,6 +85,13 @@ def _scale_inputs(func: ir.Operation, inputs: tuple[TensorSpec, ...]) -> tuple[i
     listed = ir.DenseI64ArrayAttr(func.attributes[SCALE_ARGS_ATTR])
     return tuple(index for index in listed if 0 < index < len(inputs)
                  and inputs[index - 1].is_scaled and inputs[index] == TensorSpec((), "f32"))
+
+
+def signature_of_type(function_type: ir.Type) -> EntrySignature:
+    """The ``EntrySignature`` of a function type (``scalify.original_type`` too)."""
+    function_type = ir.FunctionType(function_type)
+    return EntrySignature(tuple(_spec(t) for t in function_type.inputs),
+                          tuple(_spec(t) for t in function_type.results))
 
 
 def pow2_scale_of(x: np.ndarray, data_dtype: np.dtype | None = None) -> np.float32:

@@ -62,6 +62,32 @@ def raises():
     raise RuntimeError("no step today")
 '''
 
+# log of unit-normal inputs: NaN from finite inputs, which run warns about.
+LOG_MODULE = """\
+func.func public @main(%x: tensor<8xf32> loc("x")) -> (tensor<8xf32> {jax.result_info = "log_x"}) {
+  %0 = stablehlo.log %x : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+"""
+
+# Adam's second moment, unnamed: its value flows into a sqrt through a multiply by a scalar,
+# an add and a divide by a scalar, so random inputs make it non-negative.
+ADAM_MODULE = """\
+func.func public @main(%v: tensor<16xf32> loc("state"), %g: tensor<16xf32> loc("g"))
+    -> (tensor<16xf32> {jax.result_info = "update"}) {
+  %c = stablehlo.constant dense<0.999> : tensor<f32>
+  %b = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> tensor<16xf32>
+  %0 = stablehlo.multiply %b, %v : tensor<16xf32>
+  %1 = stablehlo.multiply %g, %g : tensor<16xf32>
+  %2 = stablehlo.add %0, %1 : tensor<16xf32>
+  %h = stablehlo.constant dense<0.5> : tensor<16xf32>
+  %3 = stablehlo.divide %2, %h : tensor<16xf32>
+  %4 = stablehlo.sqrt %3 : tensor<16xf32>
+  %5 = stablehlo.divide %g, %4 : tensor<16xf32>
+  return %5 : tensor<16xf32>
+}
+"""
+
 RAISE_LINE = USER_MODULE.splitlines().index('    raise RuntimeError("no step today")') + 1
 Result = subprocess.CompletedProcess
 
@@ -129,6 +155,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (work / "truncated.npz").write_bytes((work / "seed0.npz").read_bytes()[:300])
     (work / "user_steps.py").write_text(USER_MODULE)
     (work / "precious.npz").write_bytes(PRECIOUS)
+    (work / "log.mlir").write_text(LOG_MODULE)
+    (work / "adam.mlir").write_text(ADAM_MODULE)
     return work
 
 
@@ -147,6 +175,13 @@ def results(work: Path) -> dict[str, Result]:
         "run_seed": ["run", "step.mlir", "--seed", "0", "-o", "out_seed.npz"],
         "run_inputs": ["run", "step.mlir", "--inputs", "seed0.npz", "-o", "out_inputs.npz"],
         "export_example_args": ["export", "user_steps.py:scaled_sin", "-o", "user.mlir"],
+        "compare_fp8_mode": ["compare", "step.mlir", "fp8.mlir", "--seed", "0", "--fp8"],
+        "run_fp8_seed": ["run", "fp8.mlir", "--seed", "0", "-o", "out_fp8.npz"],
+        "run_fp8_inputs": ["run", "fp8.mlir", "--inputs", "seed0.npz", "-o",
+                           "out_fp8_inputs.npz"],
+        "run_fp8_raw": ["run", "fp8.mlir", "--seed", "0", "--raw", "-o", "out_fp8_raw.npz"],
+        "run_log": ["run", "log.mlir", "--seed", "0"],
+        "run_adam": ["run", "adam.mlir", "--seed", "0"],
         # bad inputs
         "not_a_zip": ["run", "step.mlir", "--inputs", "not_a_zip.npz"],
         "truncated": ["run", "step.mlir", "--inputs", "truncated.npz"],
@@ -158,6 +193,12 @@ def results(work: Path) -> dict[str, Result]:
         "missing_module_file": ["run", "missing.mlir"],
         "keeps_output": ["run", "step.mlir", "--inputs", "too_few.npz", "-o", "precious.npz"],
         "incompatible": ["compare", "step.mlir", SCAN_STEP],
+        "fp8_too_few": ["run", "fp8.mlir", "--inputs", "too_few.npz"],
+        "fp8_wrong_shape": ["run", "fp8.mlir", "--inputs", "wrong_shape.npz"],
+        "min_snr_fails": ["compare", "step.mlir", "fp8.mlir", "--seed", "0", "--min-snr",
+                          "100"],
+        "scalar_rtol_fails": ["compare", "step.mlir", "fp8.mlir", "--seed", "0", "--fp8",
+                              "--scalar-rtol", "1e-9"],
         # bad MODULE:FUNCTION
         "no_colon": ["export", MODELS],
         "no_such_module": ["export", "no_such_module_xyz:step"],
@@ -209,11 +250,14 @@ def test_compare_is_symmetric_and_takes_inputs(results: dict[str, Result]) -> No
 def test_compare_fp8_fails_tight_rtol(results: dict[str, Result]) -> None:
     result = results["compare_fp8_tight"]
     line = assert_one_error_line(result, "rtol 1e-06")
-    assert re.match(r"error: output \d+: max rel error \S+ > rtol 1e-06", line), line
+    # the output is named by its pytree path (jax.result_info), in the table too
+    assert re.match(r"error: output \d+ \(result\[.*\]\): max rel error \S+ > rtol 1e-06",
+                    line), line
     rows = table_rows(result.stdout)  # the table is printed before the verdict
     assert len(rows) == MLP_OUTPUTS
+    assert [row[1] for row in rows][-2:] == ["result[0][2]['w']", "result[1]"]
     assert all(row[-1] == "0" for row in rows)  # no NaN/Inf appeared
-    snrs = [float(row[5]) for row in rows]
+    snrs = [float(row[6]) for row in rows]
     assert all(10 < snr < 200 for snr in snrs), snrs  # FP8: lossy, but signal survives
 
 
@@ -222,7 +266,7 @@ def test_compare_fp8_passes_loose_rtol(results: dict[str, Result]) -> None:
     # max rel error was about 0.39 at seed 0 when this test was written.
     result = results["compare_fp8_loose"]
     assert_ok(result)
-    max_rel = [float(row[3]) for row in table_rows(result.stdout)]
+    max_rel = [float(row[4]) for row in table_rows(result.stdout)]
     assert max(max_rel) > 1e-3, max_rel
 
 
@@ -233,10 +277,10 @@ def test_run_seed_and_inputs_agree(work: Path, results: dict[str, Result]) -> No
     for name in ("run_seed", "run_inputs"):
         assert_ok(results[name])
         lines = results[name].stdout.strip().splitlines()
-        assert [line.split(":")[0] for line in lines] == [f"output {i}" for i in
-                                                          range(MLP_OUTPUTS)]
+        assert [line.split(" (")[0] for line in lines] == [f"output {i}" for i in
+                                                           range(MLP_OUTPUTS)]
         assert all(" nan 0 " in line and line.endswith("inf 0") for line in lines), lines
-    assert "output 6: tensor<f32>" in results["run_seed"].stdout  # the loss
+    assert "output 6 (result[1]): tensor<f32>" in results["run_seed"].stdout  # the loss
     signature = entry_signature((work / "step.mlir").read_text())
     with np.load(work / "out_seed.npz") as by_seed, np.load(work / "out_inputs.npz") as given:
         assert by_seed.files == [f"arr_{i}" for i in range(MLP_OUTPUTS)]
@@ -244,6 +288,75 @@ def test_run_seed_and_inputs_agree(work: Path, results: dict[str, Result]) -> No
             assert by_seed[f"arr_{i}"].shape == spec.shape
             assert by_seed[f"arr_{i}"].dtype == spec.dtype
             np.testing.assert_array_equal(by_seed[f"arr_{i}"], given[f"arr_{i}"])
+
+
+def test_run_scaled_rewrite_in_the_original_signature(work: Path,
+                                                       results: dict[str, Result]) -> None:
+    # The FP8 rewrite takes (data, scale) pairs; run draws (or reads) the original step's
+    # inputs, splits them (power-of-two scales from the RMS) and joins the outputs back.
+    signature = entry_signature((work / "step.mlir").read_text())
+    for name, path in (("run_fp8_seed", "out_fp8.npz"), ("run_fp8_inputs", "out_fp8_inputs.npz")):
+        result = results[name]
+        assert_ok(result)
+        assert result.stderr == ""  # no NaN/Inf warning
+        lines = result.stdout.strip().splitlines()
+        assert len(lines) == MLP_OUTPUTS, lines
+        assert lines[0].startswith("output 0 (result[0][0]['b']): tensor<64xf32>"), lines
+        assert all(" nan 0 " in line and line.endswith("inf 0") for line in lines), lines
+        with np.load(work / path) as joined:
+            assert [joined[f"arr_{i}"].dtype for i in range(MLP_OUTPUTS)] == [
+                spec.dtype for spec in signature.results]
+            assert [joined[f"arr_{i}"].shape for i in range(MLP_OUTPUTS)] == [
+                spec.shape for spec in signature.results]
+    with np.load(work / "out_fp8.npz") as fp8, np.load(work / "out_seed.npz") as original:
+        loss, reference = float(fp8[f"arr_{MLP_OUTPUTS - 1}"]), float(
+            original[f"arr_{MLP_OUTPUTS - 1}"])
+        assert abs(loss - reference) <= 0.05 * abs(reference), (loss, reference)
+        np.testing.assert_array_equal(fp8["arr_0"], np.load(work / "out_fp8_inputs.npz")["arr_0"])
+
+
+def test_run_scaled_rewrite_raw(work: Path, results: dict[str, Result]) -> None:
+    result = results["run_fp8_raw"]
+    assert_ok(result)
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 2 * MLP_OUTPUTS
+    assert lines[0].startswith("output 0 (result[0][0]['b'].data): tensor<64xf16>"), lines
+    assert lines[1].startswith("output 1 (result[0][0]['b'].scale): tensor<f32>"), lines
+    with np.load(work / "out_fp8_raw.npz") as raw:
+        scales = [float(raw[f"arr_{i}"]) for i in range(1, 2 * MLP_OUTPUTS, 2)]
+    assert all(s > 0 and np.frexp(s)[0] == 0.5 for s in scales), scales  # powers of two
+
+
+def test_run_warns_when_outputs_turn_nonfinite(results: dict[str, Result]) -> None:
+    result = results["run_log"]
+    assert_ok(result)
+    assert re.fullmatch(r"warning: 1 of 1 outputs have NaN or Inf, the inputs none: "
+                        r"output 0 \(log_x\)\n", result.stderr), result.stderr
+
+
+def test_run_random_squares_are_not_negative(results: dict[str, Result]) -> None:
+    # sqrt(0.999 v + g^2): NaN wherever a unit-normal v is negative enough
+    result = results["run_adam"]
+    assert_ok(result)
+    assert result.stderr == ""
+    assert result.stdout.startswith("output 0 (update): tensor<16xf32>")
+    assert " nan 0 " in result.stdout
+
+
+def test_compare_fp8_mode_passes_the_fp8_rewrite(results: dict[str, Result]) -> None:
+    result = results["compare_fp8_mode"]
+    assert_ok(result)
+    assert "checks: SNR >= " in result.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize(("case", "mentions"), [
+    ("min_snr_fails", ("output 0 (result[0][0]['b'])", "dB < 100 dB", "7 of 7 outputs fail")),
+    ("scalar_rtol_fails", ("output 6 (result[1])", "rel error", "> 1e-09 (a scalar")),
+], ids=["min-snr", "scalar-rtol"])
+def test_compare_snr_and_scalar_checks_fail(results: dict[str, Result], case: str,
+                                            mentions: tuple[str, ...]) -> None:
+    assert_one_error_line(results[case], *mentions)
+    assert len(table_rows(results[case].stdout)) == MLP_OUTPUTS
 
 
 # ----- errors -----------------------------------------------------------------------------
@@ -254,11 +367,14 @@ ERRORS: dict[str, tuple[str, ...]] = {
     "truncated": ("truncated.npz",),
     "missing_npz": ("missing.npz",),
     "too_few": ("7 arrays", "8 arguments"),
-    "wrong_shape": ("argument 3", "(3, 3)", "tensor<64x64xf32>"),
+    "wrong_shape": ("argument 3 (params[1]['w'])", "(3, 3)", "tensor<64x64xf32>"),
     "wrong_dtype": ("argument 0", "float64", "tensor<64xf32>"),
     "seed_and_inputs": ("--inputs", "--seed"),
     "missing_module_file": ("missing.mlir",),
     "incompatible": ("incompatible", "8 arguments"),
+    # a scaled rewrite takes inputs in the original signature, or its own (data, scale) pairs
+    "fp8_too_few": ("7 arrays", "8 arguments in the original signature", "16 as (data, "),
+    "fp8_wrong_shape": ("argument 3 (params[1]['w'])", "(3, 3)", "tensor<64x64xf32>"),
     "no_colon": ("MODULE:FUNCTION",),
     "no_such_module": ("no_such_module_xyz",),
     "no_such_file": ("no/such/file.py",),

@@ -123,7 +123,7 @@ func.func private @helper(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[I:%.*]]: tensor<i32>, [[Y:%.*]]: tensor<2xf32>, [[YS:%.*]]: tensor<f32>, [[F:%.*]]: tensor<f64>)
-// CHECK-SAME:    attributes {scalify.scale_args = array<i64: 1, 4>}
+// CHECK-SAME:    attributes {scalify.original_type = {{.*}}, scalify.scale_args = array<i64: 1, 4>}
 func.func public @main(%x: tensor<4xf32>, %i: tensor<i32>, %y: tensor<2xf32>, %f: tensor<f64>) -> (tensor<4xf32>, tensor<2xf32>) {
   return %x, %y : tensor<4xf32>, tensor<2xf32>
 }
@@ -138,4 +138,22 @@ func.func public @main(%x: tensor<4xf32>, %i: tensor<i32>, %y: tensor<2xf32>, %f
 func.func public @main(%i: tensor<i32>) -> tensor<f32> {
   %0 = stablehlo.convert %i : (tensor<i32>) -> tensor<f32>
   return %0 : tensor<f32>
+}
+
+// -----
+
+// Names: JAX names each argument by its location. The rewrite writes the path
+// into jax.arg_info, with .data and .scale on the two halves of a split
+// argument, so that a module printed without locations (the default) still
+// names its inputs; scalify-hlo run and compare print them. The function
+// records its type before the split in scalify.original_type: scalify-hlo run
+// takes inputs in that signature and joins the outputs back.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4xf32> {jax.arg_info = "p['w'].data"}, [[XS:%.*]]: tensor<f32> {jax.arg_info = "p['w'].scale"}, [[N:%.*]]: tensor<i32> {jax.arg_info = "step"})
+// CHECK-SAME:    -> (tensor<4xf32> {jax.result_info = "result.data"}, tensor<f32> {jax.result_info = "result.scale"})
+// CHECK-SAME:    attributes {scalify.original_type = (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>, scalify.scale_args = array<i64: 1>}
+// CHECK-NEXT:    return [[X]], [[XS]] : tensor<4xf32>, tensor<f32>
+func.func public @main(%arg0: tensor<4xf32> loc("p['w']"), %arg1: tensor<i32> loc("step")) -> (tensor<4xf32> {jax.result_info = "result"}) {
+  return %arg0 : tensor<4xf32>
 }
