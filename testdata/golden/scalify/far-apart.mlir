@@ -100,3 +100,38 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.minimum %arg0, %cst : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// igamma's series, reduced (issue 22, section 7): a loop-carried select(enabled, new, old)
+// where new = old * z. The branches' scales differ by z's every trip; taking the first
+// branch's (common-scale=first, the f32 default) or the midpoint drifted the carried scale
+// away from the values, and the old branch's data overflowed (NaN in 246 of 400 igamma
+// values). The select now runs at the midpoint and the result's amax sets the carried
+// scale, inside the body.
+// CHECK-LABEL: func.func public @main
+// CHECK:         stablehlo.while
+// CHECK:         stablehlo.select {{.*}} : tensor<4xi1>, tensor<4xf32>
+// CHECK:         stablehlo.reduce({{.*}} applies stablehlo.maximum
+// CHECK:         stablehlo.return
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.while
+// F32:         stablehlo.select {{.*}} : tensor<4xi1>, tensor<4xf32>
+// F32:         stablehlo.reduce({{.*}} applies stablehlo.maximum
+// F32:         stablehlo.return
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>, %arg2: tensor<4xi1>) -> tensor<4xf32> {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.while(%i = %c, %x = %arg0) : tensor<i32>, tensor<4xf32>
+  cond {
+    %n = stablehlo.constant dense<8> : tensor<i32>
+    %1 = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %1 = stablehlo.add %i, %one : tensor<i32>
+    %2 = stablehlo.multiply %x, %arg1 : tensor<4xf32>
+    %3 = stablehlo.select %arg2, %2, %x : tensor<4xi1>, tensor<4xf32>
+    stablehlo.return %1, %3 : tensor<i32>, tensor<4xf32>
+  }
+  return %0#1 : tensor<4xf32>
+}
