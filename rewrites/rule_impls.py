@@ -207,13 +207,163 @@ def rule_merge(scope: Scope, op: ir.Operation) -> None:
     _same_scale(scope, op, merge=True)
 
 
+# ----- ops whose result is one of their operands (select, max, min, clamp) and compare --
+# Their answer must not depend on how far apart the operands' scales are: the decision is
+# taken in a type that holds both operands, and the result keeps the picked values.
+def _distinct_scales(floats: Sequence[Scaled]) -> int:
+    scales: list[Scale] = []
+    for value in floats:
+        if not value.any_scale and value.scale not in scales:
+            scales.append(value.scale)
+    return len(scales)
+
+
+def _fits_at_max(scope: Scope, floats: Sequence[Scaled]) -> bool:
+    """Whether the largest scale keeps every operand's unit data normal in the data type
+    (a static spread within the type's headroom, 2^14 for f16): today's cheap path."""
+    spread = scope.static_spread(floats)
+    return spread is not None and spread <= -scope.min_normal_exponent()
+
+
+def _wide_element(scope: Scope) -> ir.Type:
+    """The type that holds two operands far apart: the data type when it has f32's range,
+    else f32."""
+    return scope.current_data_dtype() if scope.is_wide_range() else scope.state.types.f32
+
+
+def rule_compare(scope: Scope, op: ir.Operation) -> None:
+    """compare: operands at the midpoint of their exponents in a type that holds both (f32
+    for f16 data), so the boolean is the unscaled program's at any spread up to 2^250."""
+    olds = list(op.operands)
+    indices, floats = _float_operands(scope, olds)
+    if not floats or _distinct_scales(floats) <= 1 or (
+            scope.is_wide_range() and _fits_at_max(scope, floats)):
+        _same_scale(scope, op, merge=True)
+        return
+    datas = scope.in_type(floats, scope.midpoint(floats), _wide_element(scope))
+    operands = _non_floats(scope, olds, indices)
+    for i, data in zip(indices, datas, strict=True):
+        operands[i] = data
+    new = scope.emit.op(op.name, operands, scope.results_of(op)[1], _attributes(op))
+    bind_results(scope, op, new, ONE)
+
+
+def _non_floats(scope: Scope, olds: list[ir.Value], indices: list[int]) -> list[ir.Value]:
+    """The new values of the operands that are not at ``indices`` (placeholders there)."""
+    skip = set(indices)
+    return [olds[i] if i in skip else scope.plain(v) for i, v in enumerate(olds)]
+
+
+def _attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
+    attributes = attributes_of(op)
+    attributes.pop(RESCALE_ATTR, None)
+    return attributes
+
+
+def _uniform_predicate(scope: Scope, op: ir.Operation) -> ir.Value | None:
+    """The rank-0 predicate of a select whose predicate is one value for every element (a
+    rank-0 predicate, or a broadcast of one): its result is one branch as a whole."""
+    pred = op.operands[0]
+    while True:
+        if ir.RankedTensorType(pred.type).rank == 0:
+            return scope.plain(pred)
+        owner = pred.owner
+        if isinstance(owner, ir.Block) or owner.operation.name != "stablehlo.broadcast_in_dim":
+            return None
+        pred = owner.operation.operands[0]
+
+
+def _pick_whole_branch(scope: Scope, op: ir.Operation, pred: ir.Value) -> None:
+    """select on one predicate for all elements: the picked branch's data and exponent as
+    they are, exact at any spread."""
+    olds = list(op.operands)
+    branches = [scope.scaled(v) for v in olds[1:]]
+    datas = [b.data for b in branches]
+    result_type = scope.data_type(scope.results_of(op)[1][0])
+    data = scope.emit.op(op.name, [scope.plain(olds[0]), *datas], [result_type],
+                         _attributes(op)).result
+    exponent = scope.emit.op("stablehlo.select", [pred, *(
+        scope.exponent(b.scale) for b in branches)], [scope.exponent_type()]).result
+    scope.set(op.results[0], Scaled(data, Scale.dynamic(exponent),
+                                    all(b.any_scale for b in branches)))
+
+
+def _pick_and_normalize(scope: Scope, op: ir.Operation) -> None:
+    """Operands whose scales are unrelated (two runtime scales): the op in a type that holds
+    both (f32 for f16 data) at the midpoint of the exponents, exact at any spread, then the
+    result's own amax sets its scale. A result taken from one operand keeps its values (the
+    largest scale flushed the other's to 0 in f16), and a loop-carried
+    ``select(enabled, new, old)`` keeps a scale that follows its values instead of drifting
+    by the ratio of the two every trip (igamma's series and continued fraction: NaN after a
+    few trips). One reduction, only where no scale relation is known at rewrite time."""
+    olds = list(op.operands)
+    indices, floats = _float_operands(scope, olds)
+    wide = _wide_element(scope)
+    midpoint = scope.midpoint(floats)
+    operands = _non_floats(scope, olds, indices)
+    for i, data in zip(indices, scope.in_type(floats, midpoint, wide), strict=True):
+        operands[i] = data
+    new = emit_like(scope, op, operands,
+                    lambda t: scope.state.types.with_element_type(t, wide))
+    found = scope.rescale(Scaled(new.results[0], midpoint), "amax:nearest")
+    data = scope.emit.convert(found.data, scope.current_data_dtype())
+    scope.set(op.results[0], Scaled(data, found.scale))
+
+
+def _choose(scope: Scope, op: ir.Operation) -> None:
+    """select, max, min, clamp: the result is elementwise one of the operands."""
+    olds = list(op.operands)
+    _, floats = _float_operands(scope, olds)
+    if not floats or _distinct_scales(floats) <= 1:
+        _same_scale(scope, op, constants_follow=True, merge=True)
+        return
+    if op.name == "stablehlo.select":
+        pred = _uniform_predicate(scope, op)
+        if pred is not None:
+            _pick_whole_branch(scope, op, pred)
+            return
+    runtime = [v for v in floats if not v.any_scale and not v.scale.is_static]
+    if _distinct_scales(runtime) > 1 and scope.static_spread(runtime) is None:
+        _pick_and_normalize(scope, op)
+        return
+    if scope.is_wide_range():  # the midpoint holds both (see Scope.midpoint)
+        if _fits_at_max(scope, floats):
+            _same_scale(scope, op, merge=True)
+        else:
+            midpoint = scope.midpoint(floats)
+            _bind_at(scope, op, floats, [scope.rescale_data(v, midpoint) for v in floats],
+                     midpoint)
+        return
+    if _fits_at_max(scope, floats) or runtime:
+        # One runtime scale: constants follow it (down to where they stay in range).
+        _same_scale(scope, op, constants_follow=True, merge=True)
+        return
+    _pick_and_normalize(scope, op)  # static scales too far apart for f16
+
+
+def _bind_at(scope: Scope, op: ir.Operation, floats: list[Scaled], datas: list[ir.Value],
+             scale: Scale) -> None:
+    olds = list(op.operands)
+    indices = float_operand_indices(scope, olds)
+    operands = _non_floats(scope, olds, indices)
+    for i, data in zip(indices, datas, strict=True):
+        operands[i] = data
+    bind_results(scope, op, emit_like(scope, op, operands), scale,
+                 all(f.any_scale for f in floats))
+
+
 def rule_select(scope: Scope, op: ir.Operation) -> None:
-    """select: no arithmetic between the branches, so a constant branch (a mask's -1e9)
-    takes the runtime branch's scale; in f16 a far-out sentinel saturates to +-inf, which
-    keeps its sign and order, instead of pushing the data below the format's range. A
-    constant inside the format's range (1.0) follows only down to where it still fits
-    (``Scope._constant_floor``)."""
-    _same_scale(scope, op, constants_follow=True, merge=True)
+    """select: no arithmetic between the branches. One runtime scale: a constant branch (a
+    mask's -1e9) takes the runtime branch's scale; in f16 a far-out sentinel saturates to
+    +-inf, which keeps its sign and order, instead of pushing the data below the format's
+    range, and a constant inside the format's range (1.0) follows only down to where it
+    still fits (``Scope._constant_floor``). Branches far apart: see ``_choose``."""
+    _choose(scope, op)
+
+
+def rule_choose(scope: Scope, op: ir.Operation) -> None:
+    """max, min, clamp: as select (``_choose``)."""
+    _choose(scope, op)
 
 
 def rule_scale_invariant(scope: Scope, op: ir.Operation) -> None:

@@ -32,15 +32,26 @@ MERGE = Family("merge", "pieces of the operands put together, no arithmetic betw
                "takes the midpoint of the exponents for f32-range data (f32, bf16), so "
                "operands 2^200 apart both stay representable",
                impl.rule_merge)
+_PICKED = ("operands far apart: f32/bf16 data at the midpoint of the exponents (exact up "
+           "to 2^250 apart); f16 data: the op in f32 at the midpoint, the result's scale "
+           "from its own amax (a result taken from one operand keeps its values at any "
+           "spread)")
 SELECT = Family("select", "branches at a common scale; a constant branch takes the runtime "
                 "branch's scale, down to the lowest scale at which the constant stays in the "
                 "data type's range (a sentinel beyond that range at scale 1, a mask's -1e9, "
-                "saturates to +-inf instead)", "the runtime branch's scale (or that floor), or "
-                "the merge family's common scale", impl.rule_select)
+                "saturates to +-inf instead); a predicate that is one value for all elements "
+                "picks a branch's data and scale as they are; " + _PICKED,
+                "the runtime branch's scale (or that floor), the picked branch's, the "
+                "midpoint, or the result's amax", impl.rule_select)
+CHOOSE = Family("choose", "max/min/clamp: the result is one of the operands; one runtime "
+                "scale: constants follow it as in select; " + _PICKED,
+                "the runtime operand's scale, the midpoint, or the result's amax",
+                impl.rule_choose)
 ADDITIVE = Family("additive", "operands rescaled to the common scale, then added",
                   "max of the scales", impl.rule_same_scale)
-COMPARE = Family("compare", "operands at a common scale (as the merge family's), compared",
-                 "none (boolean result)", impl.rule_merge)
+COMPARE = Family("compare", "operands at the midpoint of their exponents in a type that "
+                 "holds both (f32 for f16 data), compared: the unscaled answer at any spread up "
+                 "to 2^250", "none (boolean result)", impl.rule_compare)
 WITH_REGION = Family("region", "same op when its region commutes with scaling (max, min, "
                      "select, compare, add), else unscaled and reported", "common scale",
                      impl.rule_with_region)
@@ -91,9 +102,9 @@ _FAMILY_OPS: dict[Family, tuple[str, ...]] = {
         "stablehlo.negate", "stablehlo.abs", "stablehlo.remainder", "chlo.top_k",
     ),
     MERGE: (
-        "stablehlo.concatenate", "stablehlo.clamp", "stablehlo.maximum", "stablehlo.minimum",
-        "stablehlo.dynamic_update_slice", "stablehlo.pad",
+        "stablehlo.concatenate", "stablehlo.dynamic_update_slice", "stablehlo.pad",
     ),
+    CHOOSE: ("stablehlo.clamp", "stablehlo.maximum", "stablehlo.minimum"),
     SELECT: ("stablehlo.select",),
     ADDITIVE: ("stablehlo.add", "stablehlo.subtract"),
     COMPARE: ("stablehlo.compare",),

@@ -410,18 +410,61 @@ class Scope:
         for value in scaled:
             if value.scale not in distinct:
                 distinct.append(value.scale)
+        if merge and self.is_wide_range():
+            return self._runtime_midpoint(distinct)
         exponents = [self.exponent(scale) for scale in distinct]
-        emit = self.emit
-        i32 = self.exponent_type()
-        if merge and type(self.current_data_dtype()) in _WIDE_RANGE_CLASSES:
-            if len(exponents) == 2:
-                total = emit.binary("stablehlo.add", *exponents, i32)
-            else:
-                total = emit.binary("stablehlo.add", _fold(emit, "stablehlo.maximum", exponents),
-                                    _fold(emit, "stablehlo.minimum", exponents), i32)
-            return Scale.dynamic(emit.binary("stablehlo.shift_right_arithmetic", total,
-                                             emit.int_scalar(1), i32))
-        return Scale.dynamic(_fold(emit, "stablehlo.maximum", exponents))
+        return Scale.dynamic(_fold(self.emit, "stablehlo.maximum", exponents))
+
+    def _runtime_midpoint(self, distinct: Sequence[Scale]) -> Scale:
+        """``2^((e_max + e_min) >> 1)`` of distinct scales, at run time."""
+        emit, i32 = self.emit, self.exponent_type()
+        exponents = [self.exponent(scale) for scale in distinct]
+        if len(exponents) == 2:
+            total = emit.binary("stablehlo.add", *exponents, i32)
+        else:
+            total = emit.binary("stablehlo.add", _fold(emit, "stablehlo.maximum", exponents),
+                                _fold(emit, "stablehlo.minimum", exponents), i32)
+        return Scale.dynamic(emit.binary("stablehlo.shift_right_arithmetic", total,
+                                         emit.int_scalar(1), i32))
+
+    def is_wide_range(self) -> bool:
+        """Whether the current data type has f32's exponent range (f32, bf16)."""
+        return type(self.current_data_dtype()) in _WIDE_RANGE_CLASSES
+
+    def midpoint(self, values: Sequence[Scaled]) -> Scale:
+        """The scale halfway (in exponent) between the extreme scales of ``values`` (any-scale
+        values ignored): every operand's data moves by at most half their spread, so f32
+        holds operands up to 2^250 apart. Static when the runtime factors agree."""
+        scaled = [v for v in values if not v.any_scale]
+        if not scaled:
+            return ONE
+        first = scaled[0].scale
+        if all(v.scale.same_factors(first) for v in scaled):
+            exps = [v.scale.exp for v in scaled]
+            return Scale((max(exps) + min(exps)) // 2, first.factors)
+        distinct: list[Scale] = []
+        for value in scaled:
+            if value.scale not in distinct:
+                distinct.append(value.scale)
+        return self._runtime_midpoint(distinct)
+
+    def static_spread(self, values: Sequence[Scaled]) -> int | None:
+        """How many binades apart the scales of ``values`` are (any-scale values ignored),
+        when that is known at rewrite time (the runtime factors agree); else None."""
+        scaled = [v for v in values if not v.any_scale]
+        if not scaled:
+            return 0
+        first = scaled[0].scale
+        if not all(v.scale.same_factors(first) for v in scaled):
+            return None
+        exps = [v.scale.exp for v in scaled]
+        return max(exps) - min(exps)
+
+    def in_type(self, values: Sequence[Scaled], scale: Scale, element: ir.Type) -> list[ir.Value]:
+        """The data of ``values`` at ``scale`` in ``element`` (converted first: a rescale of
+        f16 data in f32 neither flushes nor overflows)."""
+        return [self.rescale_data(Scaled(self.emit.convert(v.data, element), v.scale,
+                                         v.any_scale), scale) for v in values]
 
     def _constant_floor(self, constants: Sequence[Scaled]) -> int | None:
         """The lowest exponent a constant operand of a select may follow the runtime operand
@@ -476,6 +519,10 @@ class Scope:
             data = self.emit.scale_tensor_static(self.emit.convert(value, self.state.types.f32),
                                                  -scale.exp)
         return Scaled(self.emit.convert(data, self.current_data_dtype()), scale)
+
+    def min_normal_exponent(self) -> int:
+        """The smallest normal exponent of the current data type (-14 for f16)."""
+        return EXPONENT_RANGES.get(dtype_name(self.current_data_dtype()), (-126, 0))[0]
 
     def max_exponent(self) -> int:
         """The largest exponent of the current data type (15 for f16)."""

@@ -1470,6 +1470,35 @@ _case(
     note="loop-carried values whose scales drift apart each trip; data-dependent trip count",
 )
 _case(
+    "while_select_new_or_old",
+    ("stablehlo.while", "stablehlo.select", "stablehlo.compare"),
+    """
+    func.func public @main(%x: tensor<3x4xf32>, %z: tensor<3x4xf32>, %t: tensor<3x4xf32>)
+        -> tensor<3x4xf32> {
+      %c = stablehlo.constant dense<0> : tensor<i32>
+      %0:2 = stablehlo.while(%i = %c, %ix = %x) : tensor<i32>, tensor<3x4xf32>
+      cond {
+        %n = stablehlo.constant dense<8> : tensor<i32>
+        %1 = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        stablehlo.return %1 : tensor<i1>
+      } do {
+        %one = stablehlo.constant dense<1> : tensor<i32>
+        %1 = stablehlo.add %i, %one : tensor<i32>
+        %2 = stablehlo.multiply %ix, %z : tensor<3x4xf32>
+        %abs = stablehlo.abs %2 : tensor<3x4xf32>
+        %go = stablehlo.compare LT, %abs, %t, FLOAT
+            : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xi1>
+        %3 = stablehlo.select %go, %2, %ix : tensor<3x4xi1>, tensor<3x4xf32>
+        stablehlo.return %1, %3 : tensor<i32>, tensor<3x4xf32>
+      }
+      return %0#1 : tensor<3x4xf32>
+    }
+    """,
+    _inputs(normal(), uniform(lo=1.5, hi=3.0), uniform(lo=4.0, hi=64.0)),
+    note="igamma's series, reduced: a loop-carried select(enabled, new, old) whose branches' "
+    "scales differ by the multiplier's every trip; the first branch's scale drifted",
+)
+_case(
     "case_index",
     "stablehlo.case",
     """

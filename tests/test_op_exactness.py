@@ -129,13 +129,66 @@ def test_op_exactness(case: OpCase) -> None:
         inputs = case.inputs(np.random.default_rng(seed))
         ref = run_executable(original, inputs)
         feed = scaled_inputs(inputs, np.random.default_rng(seed + 1000), k_lo, k_hi, data_dtypes)
-        try:
-            got = unscale_outputs(orig_results, run_executable(scaled, feed))
-            assert_matches(ref, got, RTOL)
-        except AssertionError as exc:
-            raise AssertionError(
-                f"{case.name}, seed {seed}, input scales 2**{_exponents(inputs, feed)}: {exc}"
-            ) from None
+        _check_run(case, seed, orig_results, scaled, ref, inputs, feed)
+    # The sweep: every operand at 2^-20 or 2^20, together and against each other (random
+    # exponents rarely put every operand at an extreme at once). The same compiled modules.
+    inputs = case.inputs(np.random.default_rng(SEEDS[0]))
+    ref = run_executable(original, inputs)
+    try:
+        for exponents in _sweep(len(data_dtypes), lo, hi):
+            feed = _inputs_at(inputs, exponents, data_dtypes)
+            _check_run(case, SEEDS[0], orig_results, scaled, ref, inputs, feed)
+    except AssertionError as exc:
+        if case.name in SWEEP_KNOWN:
+            pytest.xfail(f"{SWEEP_KNOWN[case.name]} ({exc})")
+        raise
+    assert case.name not in SWEEP_KNOWN, f"{case.name} passes the sweep: drop it from SWEEP_KNOWN"
+
+
+SWEEP_EXPONENT = 20
+# Cases the sweep fails on for a known reason not fixed yet (strict: a pass fails the test).
+SWEEP_KNOWN = {
+    "mlp_relu": "data drift: every input at 2^20 with O(1) values has data 2^-20; two dots "
+    "and a square multiply the data down to 2^-126, where XLA flushes it (issue 22, s7: "
+    "scales alone cannot keep non-unit data in range through products)",
+}
+
+
+def _sweep(count: int, lo: int, hi: int) -> list[list[int]]:
+    """Exponent assignments for ``count`` float inputs: all at -20, all at 20, alternating
+    both ways (clipped to the case's range)."""
+    k = [max(lo, -SWEEP_EXPONENT), min(hi, SWEEP_EXPONENT)]
+    rows = [[k[0]] * count, [k[1]] * count]
+    if count > 1:
+        rows += [[k[i % 2] for i in range(count)], [k[1 - i % 2] for i in range(count)]]
+    return rows
+
+
+def _inputs_at(inputs: list[np.ndarray], exponents: list[int],
+               data_dtypes: list[np.dtype]) -> list[np.ndarray]:
+    """``inputs`` split as ``data * 2**k`` with the given k per float input, in order."""
+    feed: list[np.ndarray] = []
+    position = 0
+    for x in inputs:
+        if is_floating(np.asarray(x).dtype):
+            k = exponents[position]
+            feed += scaled_inputs([x], np.random.default_rng(0), k, k,
+                                  [data_dtypes[position]])
+            position += 1
+        else:
+            feed.append(x)
+    return feed
+
+
+def _check_run(case: OpCase, seed: int, orig_results: list[TensorSig], scaled,
+               ref: list[np.ndarray], inputs: list[np.ndarray], feed: list[np.ndarray]) -> None:
+    try:
+        got = unscale_outputs(orig_results, run_executable(scaled, feed))
+        assert_matches(ref, got, RTOL)
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{case.name}, seed {seed}, input scales 2**{_exponents(inputs, feed)}: {exc}"
+        ) from None
 
 
 def _exponents(inputs: list[np.ndarray], feed: list[np.ndarray]) -> list[int]:

@@ -1,0 +1,137 @@
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16},simplify' \
+// RUN:   | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32},simplify' \
+// RUN:   | filecheck %s --check-prefix F32
+
+// select, max, min, clamp and compare with operands whose scales may be far apart
+// (issue 22, section 5): the result is one of the operands (or a boolean), so it must not
+// depend on the spread. f16 data cannot hold two operands 2^30 apart at one scale: the
+// largest scale flushed the other to 0 (min(SA([-1, 2], 4), SA([1, 1], 2^30)) was [0, 0]).
+
+// Two runtime scales, f16 data: the min is taken in f32 at the midpoint of the exponents
+// (exact at any spread), and the result's own amax sets its scale, so a result taken from
+// one operand keeps that operand's values. f32 data the same (in f32): a loop-carried
+// select(enabled, new, old) of igamma's series kept the first operand's scale and drifted
+// by the ratio of the two every trip, to NaN (issue 22, section 7).
+// CHECK-LABEL: func.func public @main
+// CHECK:         [[E:%.*]] = stablehlo.shift_right_arithmetic
+// CHECK:         stablehlo.convert %arg0 : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         stablehlo.convert %arg2 : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         [[M:%.*]] = stablehlo.minimum {{.*}} : tensor<4xf32>
+// CHECK:         [[A:%.*]] = stablehlo.abs [[M]]
+// CHECK:         stablehlo.reduce([[A]] {{.*}} applies stablehlo.maximum
+// CHECK:         stablehlo.convert {{.*}} : (tensor<4xf32>) -> tensor<4xf16>
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.shift_right_arithmetic
+// F32:         [[M:%.*]] = stablehlo.minimum {{.*}} : tensor<4xf32>
+// F32:         [[A:%.*]] = stablehlo.abs [[M]]
+// F32:         stablehlo.reduce([[A]] {{.*}} applies stablehlo.maximum
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.minimum %arg0, %arg1 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// compare: both operands at the midpoint in a type that holds them (f32 for f16 data), so
+// a small operand beside a large one's zero is still greater than it. No reduction.
+// CHECK-LABEL: func.func public @main
+// CHECK:         stablehlo.shift_right_arithmetic
+// CHECK:         stablehlo.compare GT, {{.*}} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+// CHECK-NOT:     stablehlo.reduce
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.shift_right_arithmetic
+// F32:         stablehlo.compare GT
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xi1> {
+  %0 = stablehlo.compare GT, %arg0, %arg1, FLOAT : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+// A predicate that is one value for all elements picks a whole branch: its data and its
+// exponent as they are (a select of the data, a select of the i32 exponents), exact at any
+// spread, with no rescale at all.
+// CHECK-LABEL: func.func public @main
+// CHECK:         stablehlo.select %arg0, %arg1, %arg3 : tensor<i1>, tensor<4xf16>
+// CHECK:         stablehlo.select %arg0, {{.*}} : tensor<i1>, tensor<i32>
+// CHECK-NOT:     stablehlo.reduce
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.select %arg0, %arg1, %arg3 : tensor<i1>, tensor<4xf32>
+// F32:         stablehlo.select %arg0, {{.*}} : tensor<i1>, tensor<i32>
+func.func public @main(%arg0: tensor<i1>, %arg1: tensor<4xf32>, %arg2: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.select %arg0, %arg1, %arg2 : tensor<i1>, tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// relu: a zero constant is valid at any scale, so the max stays free: the op on the data,
+// the argument's scale handed back, nothing else.
+// CHECK-LABEL: func.func public @main
+// CHECK-NEXT:    [[Z:%.*]] = stablehlo.constant dense<0.000000e+00> : tensor<4xf16>
+// CHECK-NEXT:    [[R:%.*]] = stablehlo.maximum %arg0, [[Z]] : tensor<4xf16>
+// CHECK-NEXT:    return [[R]], %arg1
+// F32-LABEL: func.func public @main
+// F32-NEXT:    [[Z:%.*]] = stablehlo.constant dense<0.000000e+00> : tensor<4xf32>
+// F32-NEXT:    [[R:%.*]] = stablehlo.maximum %arg0, [[Z]] : tensor<4xf32>
+// F32-NEXT:    return [[R]], %arg1
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<4xf32>
+  %0 = stablehlo.maximum %arg0, %cst : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// One runtime scale beside a constant (jnp.minimum(x, 1.0)), f16 data: the constant follows
+// the runtime scale down to where it stays in range (floor 2^-14), as in select; no f32
+// detour and no reduction: the common case adds no kernel.
+// CHECK-LABEL: func.func public @main
+// CHECK:         [[FLOOR:%.*]] = stablehlo.constant dense<-14> : tensor<i32>
+// CHECK:         stablehlo.maximum {{.*}}, [[FLOOR]] : tensor<i32>
+// CHECK:         stablehlo.minimum {{.*}} : tensor<4xf16>
+// CHECK-NOT:     stablehlo.reduce
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.minimum {{.*}} : tensor<4xf32>
+// F32-NOT:     stablehlo.reduce
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<1.000000e+00> : tensor<4xf32>
+  %0 = stablehlo.minimum %arg0, %cst : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// igamma's series, reduced (issue 22, section 7): a loop-carried select(enabled, new, old)
+// where new = old * z. The branches' scales differ by z's every trip; taking the first
+// branch's (common-scale=first, the f32 default) or the midpoint drifted the carried scale
+// away from the values, and the old branch's data overflowed (NaN in 246 of 400 igamma
+// values). The select now runs at the midpoint and the result's amax sets the carried
+// scale, inside the body.
+// CHECK-LABEL: func.func public @main
+// CHECK:         stablehlo.while
+// CHECK:         stablehlo.select {{.*}} : tensor<4xi1>, tensor<4xf32>
+// CHECK:         stablehlo.reduce({{.*}} applies stablehlo.maximum
+// CHECK:         stablehlo.return
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.while
+// F32:         stablehlo.select {{.*}} : tensor<4xi1>, tensor<4xf32>
+// F32:         stablehlo.reduce({{.*}} applies stablehlo.maximum
+// F32:         stablehlo.return
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>, %arg2: tensor<4xi1>) -> tensor<4xf32> {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.while(%i = %c, %x = %arg0) : tensor<i32>, tensor<4xf32>
+  cond {
+    %n = stablehlo.constant dense<8> : tensor<i32>
+    %1 = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %1 = stablehlo.add %i, %one : tensor<i32>
+    %2 = stablehlo.multiply %x, %arg1 : tensor<4xf32>
+    %3 = stablehlo.select %arg2, %2, %x : tensor<4xi1>, tensor<4xf32>
+    stablehlo.return %1, %3 : tensor<i32>, tensor<4xf32>
+  }
+  return %0#1 : tensor<4xf32>
+}
