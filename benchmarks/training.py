@@ -6,9 +6,10 @@ per second on this machine. Each finished run is saved at once to
 ``docs/results/training_<task>.json`` and ``docs/training.md`` / ``docs/figures/`` are
 regenerated from all saved runs, so a long benchmark can be stopped and resumed by mode.
 
-    python benchmarks/training.py                                # both tasks, all modes
+    python benchmarks/training.py                                # every task, all modes
     python benchmarks/training.py --tasks mnist --modes fp32 scalify-fp8
     python benchmarks/training.py --tasks gpt --gpt-steps 2000 --modes scalify-f16
+    python benchmarks/training.py --tasks gpt-scan --gpt-steps 300 --modes fp32 scalify-fp8
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from scalify_hlo.training.report import markdown_table, plot_losses
 
 DOC = ROOT / "docs" / "training.md"
 FIGURES = ROOT / "docs" / "figures"
-TASKS = ("mnist", "gpt")
+TASKS = ("mnist", "gpt", "gpt-scan")
 
 
 def results_path(task: str) -> Path:
@@ -118,7 +119,9 @@ def gpt_targets(results: dict[str, RunResult]) -> list[str]:
 
 
 TITLES = {"mnist": "MNIST MLP 784-512-512-10 (Flax, Adam)",
-          "gpt": "Character-level GPT on Tiny Shakespeare (Flax, AdamW, warmup + cosine)"}
+          "gpt": "Character-level GPT on Tiny Shakespeare (Flax, AdamW, warmup + cosine)",
+          "gpt-scan": "The GPT with its layers under nn.scan (stacked weights; global-norm "
+                      "clipping + AdamW)"}
 
 
 def write_doc() -> None:
@@ -195,12 +198,17 @@ def main() -> None:
                      "seed": args.seed}
         else:
             text = load_text()
-            config = GPTConfig(len(text.vocab), args.gpt_layers, args.gpt_width)
-            task = gpt_task(text, config, args.gpt_batch)
+            scan = task_name == "gpt-scan"
+            config = GPTConfig(len(text.vocab), args.gpt_layers, args.gpt_width,
+                               scan_layers=scan)
+            # The scan GPT as Flax's and MaxText's large models train: clip, then AdamW.
+            task = gpt_task(text, config, args.gpt_batch, clip_norm=1.0 if scan else None)
             steps, eval_every = args.gpt_steps, max(1, args.gpt_steps // 20)
             setup = {"data": text.name, "layers": config.layers, "width": config.width,
                      "heads": config.heads, "context": config.context,
                      "batch": args.gpt_batch, "steps": steps, "seed": args.seed}
+            if scan:
+                setup.update({"layers under": "nn.scan", "clip": 1.0})
         for name in args.modes:
             label, total = f"{task_name} {name}", steps
 

@@ -4,7 +4,12 @@ Learned token and position embeddings, pre-layernorm blocks with causal multi-he
 and a GELU MLP, a final layernorm; AdamW with linear warmup and cosine decay. The corpus is
 ``../shared/data/tinyshakespeare.txt`` split 90/10.
 
+With ``--scan-layers`` the blocks' weights are stacked on a leading axis and the blocks run
+under ``nn.scan`` (one ``lax.scan``, the layout of Flax's and MaxText's large models), each
+block rematerialized in the backward pass with ``--remat``.
+
     python examples/char_gpt.py --mode scalify-fp8 --steps 2000
+    python examples/char_gpt.py --mode scalify-fp8 --steps 2000 --scan-layers
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ class GPTConfig:
     width: int = 128
     heads: int = 4
     context: int = 128
+    scan_layers: bool = False  # blocks under nn.scan, weights stacked on a leading axis
+    remat: bool = False  # with scan_layers: each block recomputed in the backward pass
 
 
 class Block(nn.Module):
@@ -56,6 +63,29 @@ class Block(nn.Module):
             nn.gelu(nn.Dense(4 * width, dtype=self.dtype)(h)))
 
 
+class ScannedBlock(nn.Module):
+    """``Block`` in the (carry, x) -> (carry, y) form that ``nn.scan`` takes."""
+
+    config: GPTConfig
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: jax.Array, _: None) -> tuple[jax.Array, None]:
+        return Block(self.config, self.dtype)(x), None
+
+
+def _blocks(config: GPTConfig, dtype: Any, x: jax.Array) -> jax.Array:
+    """The blocks, unrolled or (``scan_layers``) under one ``nn.scan`` over stacked weights."""
+    if not config.scan_layers:
+        for _ in range(config.layers):
+            x = Block(config, dtype)(x)
+        return x
+    block = nn.remat(ScannedBlock) if config.remat else ScannedBlock
+    stack = nn.scan(block, variable_axes={"params": 0}, split_rngs={"params": True},
+                    length=config.layers)
+    return stack(config, dtype, name="blocks")(x, None)[0]
+
+
 class GPT(nn.Module):
     config: GPTConfig
     dtype: Any = jnp.float32
@@ -66,8 +96,7 @@ class GPT(nn.Module):
         x = nn.Embed(c.vocab, c.width, dtype=self.dtype)(tokens)
         position = self.param("position", nn.initializers.normal(0.02), (c.context, c.width))
         x = x + position[: tokens.shape[1]].astype(self.dtype)
-        for _ in range(c.layers):
-            x = Block(c, self.dtype)(x)
+        x = _blocks(c, self.dtype, x)
         return nn.Dense(c.vocab, dtype=self.dtype)(nn.LayerNorm(dtype=self.dtype)(x))
 
 
@@ -84,7 +113,8 @@ def schedule(steps: int, peak: float = 1e-3, warmup: int = 100) -> optax.Schedul
 
 def gpt_task(data: TextData, config: GPTConfig | None = None, batch_size: int = 16,
              eval_batches: int = 8, learning_rate: float = 1e-3,
-             weight_decay: float = 0.1) -> Task:
+             weight_decay: float = 0.1, clip_norm: float | None = None) -> Task:
+    """The GPT as a training task; ``clip_norm``: AdamW after global-norm clipping."""
     config = config or GPTConfig(vocab=len(data.vocab))
     length = config.context
 
@@ -119,9 +149,13 @@ def gpt_task(data: TextData, config: GPTConfig | None = None, batch_size: int = 
         return {"val_loss": float(np.mean(losses))}
 
     def optimizer(steps: int) -> optax.GradientTransformation:
-        return optax.adamw(schedule(steps, learning_rate), weight_decay=weight_decay)
+        adamw = optax.adamw(schedule(steps, learning_rate), weight_decay=weight_decay)
+        if clip_norm is None:
+            return adamw
+        return optax.chain(optax.clip_by_global_norm(clip_norm), adamw)
 
-    return Task(f"{data.name}-gpt", init, loss_fn, optimizer, batches, evaluate)
+    name = f"{data.name}-gpt" + ("-scan" if config.scan_layers else "")
+    return Task(name, init, loss_fn, optimizer, batches, evaluate)
 
 
 @jax.jit(static_argnums=(0, 1))
@@ -139,11 +173,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--scan-layers", action="store_true",
+                        help="stack the blocks' weights and run the blocks under nn.scan")
+    parser.add_argument("--remat", action="store_true",
+                        help="with --scan-layers: recompute each block in the backward pass")
     parser.add_argument("--text", type=Path, default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     data = load_text(args.text)
-    config = GPTConfig(len(data.vocab), args.layers, args.width)
+    config = GPTConfig(len(data.vocab), args.layers, args.width,
+                       scan_layers=args.scan_layers, remat=args.remat)
     task = gpt_task(data, config, args.batch_size)
     result = run(task, mode(args.mode), args.steps, args.seed,
                  eval_every=max(1, args.steps // 10),

@@ -32,6 +32,9 @@ from scalify_hlo.scale import (
     EXPONENT_RANGES,
     LARGEST_FINITE,
     ONE,
+    UNSET_BELOW,
+    UNSET_EXPONENT,
+    Factor,
     Scale,
     saturate_exponent,
 )
@@ -97,6 +100,15 @@ class ScalifyState:
     types: Types = field(default_factory=Types)
     # The last op reported as a fallback: its record says so, not which scale it got.
     fallback_op: ir.Operation | None = None
+
+    # Runtime factors that may hold ``UNSET_EXPONENT``: the scales of loop-carried values
+    # that enter a loop as zeros (see ``rule_while``), and common scales of only such.
+    unset_factors: set[Factor] = field(default_factory=set)
+
+    def maybe_unset(self, scale: Scale) -> bool:
+        """Whether ``scale``'s runtime exponent may be ``UNSET_EXPONENT`` (or sums with it)."""
+        return bool(self.unset_factors) and any(
+            factor in self.unset_factors for factor, _ in scale.factors)
 
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""
@@ -411,15 +423,23 @@ class Scope:
             if value.scale not in distinct:
                 distinct.append(value.scale)
         if merge and self.is_wide_range():
-            return self._runtime_midpoint(distinct)
-        exponents = [self.exponent(scale) for scale in distinct]
-        return Scale.dynamic(_fold(self.emit, "stablehlo.maximum", exponents))
+            common = self._runtime_midpoint(distinct)
+        else:  # an unset exponent is below every other: the maximum ignores it
+            common = Scale.dynamic(_fold(self.emit, "stablehlo.maximum",
+                                         [self.exponent(scale) for scale in distinct]))
+        if all(self.state.maybe_unset(scale) for scale in distinct):
+            self.state.unset_factors.add(common.factors[0][0])
+        return common
 
     def _runtime_midpoint(self, distinct: Sequence[Scale]) -> Scale:
-        """``2^((e_max + e_min) >> 1)`` of distinct scales, at run time."""
+        """``2^((e_max + e_min) >> 1)`` of distinct scales, at run time (an unset exponent, a
+        zero-filled loop carry's, left out of the minimum: ``_midpoint_total``)."""
         emit, i32 = self.emit, self.exponent_type()
         exponents = [self.exponent(scale) for scale in distinct]
-        if len(exponents) == 2:
+        unset = [self.state.maybe_unset(scale) for scale in distinct]
+        if any(unset):
+            total = self._midpoint_total(exponents, unset)
+        elif len(exponents) == 2:
             total = emit.binary("stablehlo.add", *exponents, i32)
         else:
             total = emit.binary("stablehlo.add", _fold(emit, "stablehlo.maximum", exponents),
@@ -465,6 +485,33 @@ class Scope:
         f16 data in f32 neither flushes nor overflows)."""
         return [self.rescale_data(Scaled(self.emit.convert(v.data, element), v.scale,
                                          v.any_scale), scale) for v in values]
+
+    def _midpoint_total(self, exponents: Sequence[ir.Value], unset: Sequence[bool]) -> ir.Value:
+        """``max + min`` of the exponents, the minimum taken over those that are set (an unset
+        one counts as the maximum): the midpoint of a zero-filled loop carry and a value is
+        the value's scale, where the unset exponent would flush the value to 0."""
+        emit = self.emit
+        i32 = self.exponent_type()
+        largest = _fold(emit, "stablehlo.maximum", exponents)
+        present = [emit.op("stablehlo.select", [self.is_unset(e), largest, e], [i32]).result
+                   if maybe else e for e, maybe in zip(exponents, unset, strict=True)]
+        return emit.binary("stablehlo.add", largest, _fold(emit, "stablehlo.minimum", present),
+                           i32)
+
+    def is_unset(self, exponent: ir.Value) -> ir.Value:
+        """Whether a runtime exponent is (derived from) ``UNSET_EXPONENT``, as an i1."""
+        types = self.state.types
+        i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
+        attributes = {
+            "comparison_direction": types.attribute(
+                ("direction", "LT"),
+                lambda: ir.Attribute.parse("#stablehlo<comparison_direction LT>")),
+            "compare_type": types.attribute(
+                ("compare_type", "SIGNED"),
+                lambda: ir.Attribute.parse("#stablehlo<comparison_type SIGNED>")),
+        }
+        return self.emit.op("stablehlo.compare", [exponent, self.emit.int_scalar(UNSET_BELOW)],
+                            [i1], attributes).result
 
     def _constant_floor(self, constants: Sequence[Scaled]) -> int | None:
         """The lowest exponent a constant operand of a select may follow the runtime operand
@@ -738,15 +785,21 @@ class Scope:
         return child
 
     # ----- flattening (data, scale) pairs for signatures, loops and branches --------
-    def flatten(self, olds: Sequence[ir.Value], f32_scales: bool = False) -> list[ir.Value]:
+    def flatten(self, olds: Sequence[ir.Value], f32_scales: bool = False,
+                unset: Sequence[bool] = ()) -> list[ir.Value]:
         """(data, scale) for floats: i32 exponents inside the program (loops, branches), f32
-        scales where it leaves the entry function (``f32_scales``)."""
+        scales where it leaves the entry function (``f32_scales``); ``UNSET_EXPONENT`` for
+        the values flagged in ``unset`` (zero-filled loop operands)."""
         flat: list[ir.Value] = []
-        for old in olds:
+        for index, old in enumerate(olds):
             found = self.get(old)
             if isinstance(found, Scaled):
-                flat += (list(self.scale_f32(found)) if f32_scales
-                         else [found.data, self.exponent(found.scale)])
+                if f32_scales:
+                    flat += list(self.scale_f32(found))
+                elif index < len(unset) and unset[index]:
+                    flat += [found.data, self.emit.int_scalar(UNSET_EXPONENT)]
+                else:
+                    flat += [found.data, self.exponent(found.scale)]
             else:
                 flat.append(found)
         return flat

@@ -18,6 +18,12 @@ import numpy as np
 # Static exponents stay where 2**exp is a normal f32: beyond that a scale would be 0 or inf.
 MIN_EXPONENT = -126
 MAX_EXPONENT = 127
+# The runtime exponent of a zero-filled loop operand (``rule_while``): far below any scale a
+# value reaches (a few hundred binades) and far from i32's limits, so that the runtime
+# maximum of scales ignores it and sums of a few of them cannot wrap. Exponents below
+# ``UNSET_BELOW`` read as "unset" where a common scale is not a plain maximum.
+UNSET_EXPONENT = -(1 << 24)
+UNSET_BELOW = UNSET_EXPONENT // 2
 
 
 _FACTOR_IDS = itertools.count()

@@ -250,3 +250,46 @@ func.func public @main(%p: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
   }) : (tensor<i1>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A zero-filled carry (a scan's stacked outputs) enters with the unset exponent
+// -2^24. dynamic_update_slice merges at the midpoint of the exponents here (f32
+// data, common-scale=max); the midpoint with an unset exponent is the other
+// operand's, so the minimum is taken with the unset exponent replaced by the
+// maximum (an exponent below -2^23 reads as unset). Without it the midpoint,
+// about -2^23, would put the update at 2^(2^23): inf.
+
+// CHECK-LABEL: func.func public @main
+// CHECK:         [[U:%.*]] = stablehlo.constant dense<-16777216> : tensor<i32>
+// CHECK-NEXT:    stablehlo.while({{%.*}} = {{%.*}}, [[BE:%.*]] = [[U]], {{%.*}} = {{%.*}})
+// CHECK:         } do {
+// CHECK:           [[XE:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<i32>
+// CHECK-NEXT:      [[MAX:%.*]] = stablehlo.maximum [[BE]], [[XE]] : tensor<i32>
+// CHECK-NEXT:      [[LIM:%.*]] = stablehlo.constant dense<-8388608> : tensor<i32>
+// CHECK-NEXT:      [[UNSET:%.*]] = stablehlo.compare LT, [[BE]], [[LIM]], SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+// CHECK-NEXT:      [[SET:%.*]] = stablehlo.select [[UNSET]], [[MAX]], [[BE]] : tensor<i1>, tensor<i32>
+// CHECK-NEXT:      [[MIN:%.*]] = stablehlo.minimum [[SET]], [[XE]] : tensor<i32>
+// CHECK-NEXT:      [[SUM:%.*]] = stablehlo.add [[MAX]], [[MIN]] : tensor<i32>
+// CHECK-NEXT:      {{%.*}} = stablehlo.constant dense<1> : tensor<i32>
+// CHECK-NEXT:      [[MID:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], {{%.*}} : tensor<i32>
+// CHECK:           stablehlo.dynamic_update_slice
+// CHECK:           stablehlo.return {{%.*}}, [[MID]], {{%.*}}
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<3x4xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c3 = stablehlo.constant dense<3> : tensor<i32>
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %zeros = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<3x4xf32>
+  %0:2 = stablehlo.while(%iterArg = %zeros, %iterArg_0 = %c0) : tensor<3x4xf32>, tensor<i32>
+  cond {
+    %1 = stablehlo.compare LT, %iterArg_0, %c3, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %1 = stablehlo.reshape %arg0 : (tensor<4xf32>) -> tensor<1x4xf32>
+    %2 = stablehlo.dynamic_update_slice %iterArg, %1, %iterArg_0, %c0 : (tensor<3x4xf32>, tensor<1x4xf32>, tensor<i32>, tensor<i32>) -> tensor<3x4xf32>
+    %3 = stablehlo.add %iterArg_0, %c1 : tensor<i32>
+    stablehlo.return %2, %3 : tensor<3x4xf32>, tensor<i32>
+  }
+  return %0#0 : tensor<3x4xf32>
+}

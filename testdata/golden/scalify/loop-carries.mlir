@@ -1,0 +1,81 @@
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16}' \
+// RUN:   | filecheck %s
+
+// What a while loop carries, with f16 data (common-scale=max). Layers under
+// lax.scan are such loops, and the loop-carried form of a value must not lose
+// what the rewrite knows about it: a scan over a transformer's blocks had every
+// gradient of its weights flushed to 0 or NaN in f16.
+
+// A loop-invariant carry keeps the operand's scale. JAX passes the -1e9 of a
+// causal mask into the scan's loop as an operand that the body returns as it
+// came. As a constant (static exponent 29) it follows the select's other
+// operand down to its runtime scale and saturates to -inf in f16; carried as a
+// runtime exponent it set max(e, 29) as the common scale and flushed the
+// logits to 0. Inside the body the constant is rescaled by 2^(29 - e) and no
+// maximum is taken.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>, [[P:%.*]]: tensor<4xi1>)
+// CHECK:         [[M:%.*]] = stablehlo.constant dense<-1.862300e+00> : tensor<4xf16>
+// CHECK:         [[E:%.*]] = stablehlo.subtract
+// CHECK:         [[C29:%.*]] = stablehlo.constant dense<29> : tensor<i32>
+// CHECK-NEXT:    stablehlo.while([[D:%.*]] = [[X]], [[DE:%.*]] = [[E]], [[MD:%.*]] = [[M]], {{%.*}} = [[C29]], {{%.*}} = {{%.*}})
+// CHECK:         } do {
+// CHECK-NOT:       stablehlo.maximum
+// CHECK-NEXT:      [[K:%.*]] = stablehlo.subtract [[C29]], [[DE]] : tensor<i32>
+// CHECK:           [[MW:%.*]] = stablehlo.convert [[MD]] : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:           [[MR:%.*]] = stablehlo.convert {{%.*}} : (tensor<4xf32>) -> tensor<4xf16>
+// CHECK-NEXT:      [[S:%.*]] = stablehlo.select [[P]], [[D]], [[MR]] : tensor<4xi1>, tensor<4xf16>
+// CHECK:           stablehlo.return [[S]], [[DE]], [[MD]], [[C29]], {{%.*}}
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi1>) -> tensor<4xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c3 = stablehlo.constant dense<3> : tensor<i32>
+  %cst = stablehlo.constant dense<-1.000000e+09> : tensor<4xf32>
+  %0:3 = stablehlo.while(%iterArg = %arg0, %iterArg_0 = %cst, %iterArg_1 = %c0) : tensor<4xf32>, tensor<4xf32>, tensor<i32>
+  cond {
+    %1 = stablehlo.compare LT, %iterArg_1, %c3, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %1 = stablehlo.select %arg1, %iterArg, %iterArg_0 : tensor<4xi1>, tensor<4xf32>
+    %2 = stablehlo.add %iterArg_1, %c1 : tensor<i32>
+    stablehlo.return %1, %iterArg_0, %2 : tensor<4xf32>, tensor<4xf32>, tensor<i32>
+  }
+  return %0#0 : tensor<4xf32>
+}
+
+// -----
+
+// A carry that enters as zeros (a scan's accumulated weight gradient, its
+// stacked outputs) enters with the unset exponent -2^24: zeros hold at any
+// scale, and the maximum with the first value added to it is that value's
+// scale. At exponent 0 (scale 1) the maximum kept gradients of 2^-20 at scale
+// 1, where their f16 data is 0.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>)
+// CHECK:         [[Z:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f16>) -> tensor<4xf16>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.constant dense<-16777216> : tensor<i32>
+// CHECK-NEXT:    stablehlo.while([[A:%.*]] = [[Z]], [[AE:%.*]] = [[U]], {{%.*}} = {{%.*}})
+// CHECK:         } do {
+// CHECK:           [[XE:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<i32>
+// CHECK-NEXT:      [[CE:%.*]] = stablehlo.maximum [[AE]], [[XE]] : tensor<i32>
+// CHECK:           [[SUM:%.*]] = stablehlo.add {{%.*}}, {{%.*}} : tensor<4xf16>
+// CHECK:           stablehlo.return [[SUM]], [[CE]], {{%.*}}
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c3 = stablehlo.constant dense<3> : tensor<i32>
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %zeros = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %0:2 = stablehlo.while(%iterArg = %zeros, %iterArg_0 = %c0) : tensor<4xf32>, tensor<i32>
+  cond {
+    %1 = stablehlo.compare LT, %iterArg_0, %c3, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %1 = stablehlo.add %iterArg, %arg0 : tensor<4xf32>
+    %2 = stablehlo.add %iterArg_0, %c1 : tensor<i32>
+    stablehlo.return %1, %2 : tensor<4xf32>, tensor<i32>
+  }
+  return %0#0 : tensor<4xf32>
+}
