@@ -18,7 +18,7 @@ from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_func
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, ScalifyState, Scope
-from scalify_hlo.rewrites.square_values import square_values
+from scalify_hlo.rewrites.square_values import wide_values
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.symbols import entry_function
@@ -219,9 +219,15 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
     )
     func = entry_function(module)
     wide = resolve_square_dtype(square_dtype, dtype)
+    classes = wide_values(func) if wide is not None or dtype != "f32" else None
     if wide is not None:
-        state.set_wide(square_values(func), float_type(wide))
-        context.bump("scalify.square-values", len(state.wide))
+        state.set_wide(classes.squares, float_type(wide))
+        context.bump("scalify.square-values", len(classes.squares))
+    if dtype != "f32" and classes.bits:
+        # Floats made from integer bits keep f32's significand up to the nonlinear op that
+        # reads them (jax.random's uniforms before erf_inv or log): see square_values.py.
+        state.set_wide(classes.bits, float_type("f32"))
+        context.bump("scalify.bit-values", len(classes.bits))
     scalify_function(func, state)
 
 

@@ -72,6 +72,13 @@ class Scaled:
 Mapped = Scaled | ir.Value
 
 
+def _wider(known: ir.Type | None, dtype: ir.Type) -> ir.Type:
+    """The wider of two data types (f32 over f16 and bf16; the first of two 16-bit ones)."""
+    if known is None or isinstance(dtype, ir.F32Type):
+        return dtype
+    return known
+
+
 @dataclass
 class ScalifyState:
     """Settings and reporting shared by every scope of one scalify run."""
@@ -84,13 +91,14 @@ class ScalifyState:
     fallback: Callable[[Scope, ir.Operation], None]
     clone: Callable[[Scope, ir.Operation], None]
     reported: set[str] = field(default_factory=set)
-    # Values of the original program that hold squares (see square_values.py) and the data
-    # type they get; None: every value uses data_dtype.
-    wide: set[ir.Value] = field(default_factory=set)
+    # Values of the original program that get a data type of their own (squares, see
+    # square_values.py, and floats made from integer bits) and that type; empty: every value
+    # uses data_dtype. ``wide_dtype`` is None when there is none, else the widest of them.
+    wide: dict[ir.Value, ir.Type] = field(default_factory=dict)
     wide_dtype: ir.Type | None = None
-    # The ops that define or use a value of ``wide``: those that compute in ``wide_dtype``
-    # (see ``op_dtype``), found once from the values rather than per op from its operands.
-    wide_ops: set[ir.Operation] = field(default_factory=set)
+    # The ops that define or use a value of ``wide``, and the type they compute in (see
+    # ``op_dtype``), found once from the values rather than per op from its operands.
+    wide_ops: dict[ir.Operation, ir.Type] = field(default_factory=dict)
     # The data type of the op being rewritten: its operands are read in it, its results made
     # in it (None outside an op: values keep their own type).
     current_dtype: ir.Type | None = None
@@ -98,27 +106,29 @@ class ScalifyState:
 
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""
-        if self.wide_dtype is not None and old in self.wide:
-            return self.wide_dtype
+        if self.wide_dtype is not None:
+            return self.wide.get(old, self.data_dtype)
         return self.data_dtype
 
     def set_wide(self, values: set[ir.Value], dtype: ir.Type) -> None:
-        """Make ``values`` wide (of type ``dtype``), and note the ops that touch them."""
-        self.wide = values
-        self.wide_dtype = dtype
-        ops: set[ir.Operation] = set()
+        """Make ``values`` wide (of type ``dtype``), and note the ops that touch them; a value
+        or op in two classes (a square of random bits) takes the wider type."""
+        wide, wide_ops = self.wide, self.wide_ops
         for value in values:
+            wide[value] = _wider(wide.get(value), dtype)
             owner = value.owner
-            if not isinstance(owner, ir.Block):
-                ops.add(owner.operation)
-            ops.update(use.owner.operation for use in value.uses)
-        self.wide_ops = ops
+            touching = [] if isinstance(owner, ir.Block) else [owner.operation]
+            touching += [use.owner.operation for use in value.uses]
+            for op in touching:
+                wide_ops[op] = _wider(wide_ops.get(op), dtype)
+        if values:
+            self.wide_dtype = _wider(self.wide_dtype, dtype)
 
     def op_dtype(self, op: ir.Operation) -> ir.Type:
         """Wide if any float operand or result of ``op`` is wide: an op computes in the wider
         type of what it touches, so a square is formed, and its sqrt taken, in it."""
-        if self.wide_dtype is not None and op in self.wide_ops:
-            return self.wide_dtype
+        if self.wide_dtype is not None:
+            return self.wide_ops.get(op, self.data_dtype)
         return self.data_dtype
 
     def report_fallback(self, op: ir.Operation, why: str) -> None:

@@ -14,9 +14,19 @@ Adam's ``nu`` state, its bias correction and ``sqrt(nu_hat) + eps``, but not the
 This is a union-find over the values of the original function: ops that keep the range of
 their operands (add, select, reshape, a product with a broadcast scalar, ...) join their
 results and operands into one class, and a class that holds a square is wide.
+
+The same classes hold a second kind of wide value: floats made from integer bits
+(``bitcast_convert``), which is how ``jax.random`` turns random bits into uniforms in [1, 2)
+with f32's 24-bit significand, then shifts them to the sampler's interval and hands them to
+``erf_inv`` (normal) or ``log`` (exponential, gumbel). Rounded to f16's or bf16's
+significand, the largest uniforms become exactly 1 (and -0.99999994 becomes -1): erf_inv of
+them is +-inf, one sample in a thousand (bf16) or ten thousand (f16). Their class computes
+in f32, up to the nonlinear op, as the original does.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import (
@@ -81,17 +91,24 @@ class _UnionFind:
             self.parent[ra] = rb
 
 
+def _one_element(t: ir.Type) -> bool:
+    """A tensor type of one element (rank 0, or every dimension 1)."""
+    if not is_ranked_tensor(t):
+        return False
+    ranked = t if type(t) is ir.RankedTensorType else ir.RankedTensorType(t)
+    return ranked.has_static_shape and all(d == 1 for d in ranked.shape)
+
+
 def _scalar_like(value: ir.Value) -> bool:
-    """A rank-0 value, a splat constant, or a broadcast of a rank-0 value."""
-    t = value.type
-    if is_ranked_tensor(t) and (t if type(t) is ir.RankedTensorType
-                                else ir.RankedTensorType(t)).rank == 0:
+    """A one-element value, a splat constant, or a broadcast of a one-element value
+    (``jax.random.uniform`` broadcasts its bounds as tensor<1xf32>)."""
+    if _one_element(value.type):
         return True
     op = defining_op(value)
     if op is None:
         return False
     if op.name == "stablehlo.broadcast_in_dim":
-        return ir.RankedTensorType(op.operands[0].type).rank == 0
+        return _one_element(op.operands[0].type)
     if op.name == "stablehlo.constant":
         return splat_scalar(op.attributes["value"]) is not None
     return False
@@ -99,19 +116,41 @@ def _scalar_like(value: ir.Value) -> bool:
 
 _VISITED = ("stablehlo.multiply", "stablehlo.divide", *_SAME_RANGE, *_SOME_OPERANDS,
             "stablehlo.optimization_barrier", "stablehlo.while", "stablehlo.case",
-            "stablehlo.if")
+            "stablehlo.if", "stablehlo.bitcast_convert")
+
+
+@dataclass(frozen=True)
+class WideValues:
+    """The float values in a class with a square (wide for range) and those in a class with
+    floats made from integer bits (wide for precision: always f32)."""
+
+    squares: set[ir.Value]
+    bits: set[ir.Value]
 
 
 def square_values(func: ir.Operation) -> set[ir.Value]:
-    """The float values of ``func`` (its body and nested regions) in a class with a square.
+    """The float values of ``func`` (its body and nested regions) in a class with a square."""
+    return wide_values(func).squares
+
+
+def _is_bits_to_float(op: ir.Operation, types: Types) -> bool:
+    """A ``bitcast_convert`` from integers to floats: full-significand values from bits."""
+    operand_type = ir.RankedTensorType(op.operands[0].type).element_type
+    return isinstance(operand_type, ir.IntegerType) and types.is_scalable(op.results[0].type)
+
+
+def wide_values(func: ir.Operation) -> WideValues:
+    """The classes of ``func``'s float values (its body and nested regions) that hold a
+    square, and those that hold floats made from integer bits.
 
     Only the ops that square or join values are visited (found by ``ops_named``, which
     leaves the rest of the walk in C++), and only values they touch are looked at: a value
-    that no op joins is in a wide class only if it is a square itself. The classes do not
+    that no op joins is in a wide class only if it is a seed itself. The classes do not
     depend on the order of the unions, so neither does the result.
     """
     sets = _UnionFind()
     seeds: list[ir.Value] = []
+    bit_seeds: list[ir.Value] = []
 
     def join(a: ir.Value, b: ir.Value) -> None:
         ia = sets.id_of(a)
@@ -155,9 +194,17 @@ def square_values(func: ir.Operation) -> set[ir.Value]:
                 returned = _terminator(region.blocks[0])
                 for result, value in zip(results, returned.operands, strict=True):
                     join(result, value)
-    seed_ids = [i for i in (sets.id_of(seed) for seed in seeds) if i >= 0]
-    wide_roots = {sets.find(i) for i in seed_ids}
-    return {value for i, value in enumerate(sets.values) if sets.find(i) in wide_roots}
+        elif name == "stablehlo.bitcast_convert" and _is_bits_to_float(op, sets.types):
+            bit_seeds.append(results[0])
+    return WideValues(_classes_of(sets, seeds), _classes_of(sets, bit_seeds))
+
+
+def _classes_of(sets: _UnionFind, seeds: list[ir.Value]) -> set[ir.Value]:
+    """Every value in a class with one of ``seeds``."""
+    roots = {sets.find(i) for i in (sets.id_of(seed) for seed in seeds) if i >= 0}
+    if not roots:
+        return set()
+    return {value for i, value in enumerate(sets.values) if sets.find(i) in roots}
 
 
 def _terminator(block: ir.Block) -> ir.Operation:
