@@ -17,7 +17,13 @@ from scalify_hlo.rewrites.emitter import float_type, is_scalable_type
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 from scalify_hlo.rewrites.rules import RULES
-from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, ScalifyState, Scope
+from scalify_hlo.rewrites.scope import (
+    RESCALE_ATTR,
+    RESCALE_DRIFTING_ATTR,
+    Scaled,
+    ScalifyState,
+    Scope,
+)
 from scalify_hlo.rewrites.square_values import wide_values
 
 from scalify_hlo.errors import RewriteError
@@ -155,12 +161,15 @@ def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
     if terminator is None:
         raise RewriteError("entry function has no func.return")
     scope.emit = scope.emit.at(terminator.location)
-    if RESCALE_ATTR in terminator.attributes:
-        method = ir.StringAttr(terminator.attributes[RESCALE_ATTR]).value
-        for value in terminator.operands:
-            found = scope.lookup(value)
-            if isinstance(found, Scaled) and not found.any_scale:
-                scope.set(value, scope.rescale(found, method))
+    for attr, every in ((RESCALE_ATTR, True), (RESCALE_DRIFTING_ATTR, False)):
+        if attr in terminator.attributes:
+            method = ir.StringAttr(terminator.attributes[attr]).value
+            for value in terminator.operands:
+                found = scope.lookup(value)
+                if isinstance(found, Scaled) and not found.any_scale and (
+                        every or scope.can_drift(found.scale)):
+                    scope.set(value, scope.rescale(found, method))
+            break
     scope.emit.at(terminator.location).op("func.return",
                                           scope.flatten(list(terminator.operands),
                                                         f32_scales=True), [])

@@ -40,6 +40,9 @@ from scalify_hlo.scale import (
 WIDE_RANGE_DTYPES = ("f32", "bf16")
 _WIDE_RANGE_CLASSES = (ir.F32Type, ir.BF16Type)  # the same, as the bindings' type classes
 RESCALE_ATTR = "scalify.rescale"  # set by the rescale pass on ops whose results it rescales
+# Set by the rescale pass on the entry function's return: rescale the results whose scale can
+# drift from one call to the next (``Scope.can_drift``).
+RESCALE_DRIFTING_ATTR = "scalify.rescale-drifting"
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ class ScalifyState:
     # in it (None outside an op: values keep their own type).
     current_dtype: ir.Type | None = None
     types: Types = field(default_factory=Types)
+    # Runtime maxima of scales (common_scale): each one's operands, for ``Scope.can_drift``.
+    maxima: dict[Scale, tuple[Scale, ...]] = field(default_factory=dict)
 
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""
@@ -423,7 +428,25 @@ class Scope:
                                     _fold(emit, "stablehlo.minimum", exponents), i32)
             return Scale.dynamic(emit.binary("stablehlo.shift_right_arithmetic", total,
                                              emit.int_scalar(1), i32))
-        return Scale.dynamic(_fold(emit, "stablehlo.maximum", exponents))
+        maximum = Scale.dynamic(_fold(emit, "stablehlo.maximum", exponents))
+        self.state.maxima[maximum] = tuple(distinct)
+        return maximum
+
+    def can_drift(self, scale: Scale) -> bool:
+        """Whether a result's scale can move from one call of the step to the next when the
+        result is fed back as its argument: not static, not an argument's scale handed back
+        as is, and not the runtime max of one (which never falls below it; SGD's
+        ``w - lr * g`` with f16 data). A moving average's ``0.99 * v`` is at half v's scale
+        (0.99 is 1.98 * 2^-1), so ``0.99 * v + 0.01 * x * x`` halves its scale, and doubles
+        its data, on every call until the data overflows: such results take their scale
+        from their data (the ``drifting-outputs`` rescale point)."""
+        if scale.is_static:
+            return False
+        factor = scale.single_factor
+        if factor is not None and factor.is_f32:
+            return False
+        parts = self.state.maxima.get(scale)
+        return parts is None or all(part.is_static or self.can_drift(part) for part in parts)
 
     def _constant_floor(self, constants: Sequence[Scaled]) -> int | None:
         """The lowest exponent a constant operand of a select may follow the runtime operand
