@@ -31,6 +31,7 @@ from scalify_hlo.ir import short_location
 from scalify_hlo.scale import (
     EXPONENT_RANGES,
     LARGEST_FINITE,
+    MIN_EXPONENT,
     ONE,
     Scale,
     saturate_exponent,
@@ -586,20 +587,39 @@ class Scope:
             rounded = emit.op("stablehlo.select", [below, emit.binary(
                 "stablehlo.multiply", rounded, emit.splat(2.0, scalar)), rounded],
                 [scalar]).result
-        # A normal power of two up to 2^126, so that its inverse is one too: 0, subnormal,
-        # inf and NaN statistics leave the scale as it is.
+        # A normal power of two up to 2^126, so that its inverse is one too: subnormal, inf
+        # and NaN statistics leave the scale as it is, 0 sets it (``_zero_shift``).
         i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
         usable = emit.op("stablehlo.and", [
             emit.compare("GE", rounded, emit.splat(2.0 ** -126, scalar)),
             emit.compare("LE", rounded, emit.splat(2.0 ** 126, scalar))], [i1]).result
-        exponent = emit.op("stablehlo.select", [usable, emit.exponent_of_pow2(rounded),
-                                                emit.int_scalar(0)],
-                           [self.state.types.scalar_i32]).result
-        inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", exponent,
-                                                   self.state.types.scalar_i32))
+        i32 = self.state.types.scalar_i32
+        measured = emit.exponent_of_pow2(rounded)
+        exponent = emit.op("stablehlo.select", [usable, measured, emit.int_scalar(0)],
+                           [i32]).result
+        inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", exponent, i32))
         data = emit.convert(emit.times_factor(wide, inverse), value.data_element())
+        # The scale moves by the same exponent, or, for all-zero data (which no factor
+        # changes), to where an all-zero argument's is.
+        moved = emit.op("stablehlo.select", [usable, measured,
+                                             self._zero_shift(value, statistic)], [i32]).result
         self.state.context.bump("scalify.rescaled")
-        return Scaled(data, value.scale.times(Scale.dynamic(exponent)))
+        return Scaled(data, value.scale.times(Scale.dynamic(moved)))
+
+    def _zero_shift(self, value: Scaled, statistic: ir.Value) -> ir.Value:
+        """What a rescale moves into the scale when its statistic is no normal power of two:
+        nothing, except for an all-zero tensor, whose scale becomes the one an all-zero
+        argument gets (2^-126 under common-scale=max, 1 under first). Zeros are valid at any
+        scale, and the one they come with can be anything: in a scan's backward pass a
+        gradient that is zero for many steps (an LSTM's, where the loss reads one step)
+        keeps multiplying its scale by the dots' 2^k, 2^40 after 20 steps, and the max
+        common scale then flushes the first nonzero gradient added to it to 0."""
+        emit, i32 = self.emit, self.state.types.scalar_i32
+        target = MIN_EXPONENT if self.state.common_scale_rule == "max" else 0
+        shift = emit.binary("stablehlo.subtract", emit.int_scalar(target),
+                            self.exponent(value.scale), i32)
+        zero = emit.compare("EQ", statistic, emit.splat(0.0, scalar_type(self.state.types.f32)))
+        return emit.op("stablehlo.select", [zero, shift, emit.int_scalar(0)], [i32]).result
 
     def rescale_results(self, op: ir.Operation, method: str) -> None:
         for result in op.results:

@@ -10,8 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import linen as nn
 
-from scalify_hlo import Policy, compile_scaled
+from scalify_hlo import Policy, ScaledArray, compile_scaled
 
 # ----- VAE: samplers computed inside the step ---------------------------------------------
 SAMPLERS = {
@@ -69,3 +70,39 @@ def test_moving_average_fed_back_keeps_its_scale(policy: Policy) -> None:
     np.testing.assert_allclose(np.asarray(scaled.unscale()), np.asarray(reference),
                                rtol=2e-2)
 
+
+# ----- LSTM classifier: gradients that are zero for many steps of a scan -------------------
+class _LastStepOfReversedLSTM(nn.Module):
+    """A reversed LSTM whose loss reads the output of the step it runs first (Flax's
+    Bidirectional backward half, read at the last position): in the backward scan the
+    gradients are zero for every step but the last one it runs."""
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        rnn = nn.RNN(nn.OptimizedLSTMCell(32), reverse=True, keep_order=True)
+        return jnp.sum(rnn(x)[:, -1] ** 2)
+
+
+def test_scan_gradients_after_zero_steps_are_not_flushed() -> None:
+    """A rescale of all-zero data kept the scale the zeros came with; in the backward scan
+    that scale grows by the dots' 2^k every step (2^40 after 20), and the max common scale
+    of the carried gradient then flushed the first nonzero one to 0: every LSTM weight's
+    gradient was 0 (a classifier's embedding and LSTM weights zeroed by Adam). All-zero
+    data takes the scale of an all-zero argument instead."""
+    model = _LastStepOfReversedLSTM()
+    x = jax.random.normal(jax.random.key(1), (2, 20, 32))
+    params = model.init(jax.random.key(0), x)
+
+    def grads(params: dict, x: jax.Array) -> dict:
+        return jax.grad(lambda p: model.apply(p, x))(params)
+
+    step = compile_scaled(grads, params, x,
+                          policy=Policy(data_dtype="float16", fp8_dots=False))
+    got = step(*step.scale_args(params, x))
+    want = grads(params, x)
+    is_leaf = lambda v: isinstance(v, ScaledArray)  # noqa: E731
+    for (path, g), w in zip(jax.tree_util.tree_flatten_with_path(got, is_leaf=is_leaf)[0],
+                            jax.tree.leaves(want), strict=True):
+        value, w = np.asarray(g.unscale()), np.asarray(w)
+        error = np.abs(value - w).max() / max(np.abs(w).max(), 1e-30)
+        assert error < 1e-2, f"{jax.tree_util.keystr(path)}: relative error {error:.3g}"
