@@ -5,9 +5,10 @@ the scale. Squaring doubles every exponent, so the square of a tensor whose entr
 than 12 binades cannot be held: its small entries flush to zero. Adam's second moment is the
 case that matters: where ``nu`` flushes and ``mu`` does not, ``mu / (sqrt(nu) + eps)`` is
 ``mu / eps``, an update thousands of times too large (an MLP on MNIST diverges in a few
-steps). The values that need the wide type are the squares (``multiply(x, x)``) and everything
-they are added to, selected with, reshaped into or carried through a loop with, up to the next
-op that combines them with other tensors (a reduction, a product or quotient of two tensors):
+steps). The values that need the wide type are the squares (``multiply(x, x)``), their sums
+(a reduce that adds), and everything they are added to, selected with, reshaped into or
+carried through a loop with, up to the next op that combines them with other tensors (a
+reduction other than a sum, a product or quotient of two tensors):
 Adam's ``nu`` state, its bias correction and ``sqrt(nu_hat) + eps``, but not the update
 ``mu / (sqrt(nu_hat) + eps)``, which the op computes in the wide type and hands on in f16.
 
@@ -36,6 +37,7 @@ from scalify_hlo.rewrites.emitter import (
     ops_named,
     splat_scalar,
 )
+from scalify_hlo.rewrites.regions import is_additive
 
 # Ops whose float results keep the range of every float operand.
 _SAME_RANGE = {
@@ -116,7 +118,7 @@ def _scalar_like(value: ir.Value) -> bool:
 
 _VISITED = ("stablehlo.multiply", "stablehlo.divide", *_SAME_RANGE, *_SOME_OPERANDS,
             "stablehlo.optimization_barrier", "stablehlo.while", "stablehlo.case",
-            "stablehlo.if", "stablehlo.bitcast_convert")
+            "stablehlo.if", "stablehlo.bitcast_convert", "stablehlo.reduce", "chlo.square")
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,8 @@ def wide_values(func: ir.Operation) -> WideValues:
                 for mine, other in ((operands[0], operands[1]), (operands[1], operands[0])):
                     if _scalar_like(other):
                         join(results[0], mine)
+        elif name == "chlo.square":  # lax.square (Flax's BatchNorm and LayerNorm)
+            seeds.append(results[0])
         elif name == "stablehlo.divide" and _scalar_like(operands[1]):
             join(results[0], operands[0])
         elif name in _SAME_RANGE:
@@ -196,6 +200,12 @@ def wide_values(func: ir.Operation) -> WideValues:
                     join(result, value)
         elif name == "stablehlo.bitcast_convert" and _is_bits_to_float(op, sets.types):
             bit_seeds.append(results[0])
+        elif name == "stablehlo.reduce" and is_additive(op.regions[0]):
+            # A sum of squares has their range (BatchNorm's and LayerNorm's mean of x * x,
+            # a global norm): var + eps of a batch whose variance is 0 keeps eps in f32,
+            # where f16 flushes it next to var's scale and rsqrt(0) is inf.
+            for operand, result in zip(operands[:len(results)], results, strict=True):
+                join(result, operand)
     return WideValues(_classes_of(sets, seeds), _classes_of(sets, bit_seeds))
 
 
