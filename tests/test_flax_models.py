@@ -51,8 +51,9 @@ def _running_variance(v: jax.Array, x: jax.Array) -> jax.Array:
 
 
 @pytest.mark.parametrize("policy", [Policy(), Policy(data_dtype="float16", fp8_dots=False),
-                                    Policy(data_dtype="float32", fp8_dots=False)],
-                         ids=["default", "f16", "f32"])
+                                    Policy(data_dtype="float32", fp8_dots=False,
+                                           rescale_at=("drifting-outputs",))],
+                         ids=["default", "f16", "f32-drifting-outputs"])
 def test_moving_average_fed_back_keeps_its_scale(policy: Policy) -> None:
     """0.99 is 1.98 * 2^-1 as a constant, so ``0.99 * v`` is at half v's scale; where the
     other term is far smaller (a mean of squares of values at 2^-6), the sum takes that
