@@ -2,10 +2,12 @@
 
 Static propagation keeps data near unit scale on average; dynamic rescaling resets it where
 the policy asks: at dot outputs, at gradients (dot and reduce outputs of the backward pass),
-or at the step's outputs (weights and optimizer state). This pass runs before ``scalify`` and
-marks those ops with ``scalify.rescale = "<amax|rms>:<nearest|up>"``; ``scalify`` then
-measures the data (amax or RMS), rounds it to a power of two and moves that factor from data
-to scale.
+at the step's outputs (weights and optimizer state), or at the outputs whose scale can drift
+from one call to the next (``drifting-outputs``: moving averages such as momentum, Adam's
+moments and BatchNorm's running statistics; see ``Scope.can_drift``). This pass runs before
+``scalify`` and marks those ops with ``scalify.rescale = "<amax|rms>:<nearest|up>"``;
+``scalify`` then measures the data (amax or RMS), rounds it to a power of two and moves that
+factor from data to scale.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import ops_named
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
-from scalify_hlo.rewrites.scope import RESCALE_ATTR
+from scalify_hlo.rewrites.scope import RESCALE_ATTR, RESCALE_DRIFTING_ATTR
 
 from scalify_hlo.errors import PipelineError
 from scalify_hlo.name_stack import is_backward
@@ -42,12 +44,15 @@ def mark_rescale_points(module: ir.Module, points: set[str], method: str,
     marked = [op for op in ops_named(module.operation, *names)
               if ("dot-outputs" in points and op.name in _DOTS)
               or is_backward(op.location)]  # only gradient producers are left to check
-    if "outputs" in points:
-        entry = entry_function(module)
-        marked.append(entry.regions[0].blocks[0].operations[-1].operation)
     how = ir.StringAttr.get(f"{method}:{rounding}")
     for op in marked:
         op.attributes[RESCALE_ATTR] = how
+    if points & {"outputs", "drifting-outputs"}:
+        entry = entry_function(module)
+        terminator = entry.regions[0].blocks[0].operations[-1].operation
+        every = "outputs" in points
+        terminator.attributes[RESCALE_ATTR if every else RESCALE_DRIFTING_ATTR] = how
+        marked.append(terminator)
     return len(marked)
 
 

@@ -17,8 +17,14 @@ from scalify_hlo.rewrites.emitter import float_type, is_scalable_type
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 from scalify_hlo.rewrites.rules import RULES
-from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, ScalifyState, Scope
-from scalify_hlo.rewrites.square_values import square_values
+from scalify_hlo.rewrites.scope import (
+    RESCALE_ATTR,
+    RESCALE_DRIFTING_ATTR,
+    Scaled,
+    ScalifyState,
+    Scope,
+)
+from scalify_hlo.rewrites.square_values import wide_values
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.names import (
@@ -190,14 +196,17 @@ def scalify_function(func: ir.Operation, state: ScalifyState) -> None:
     if terminator is None:
         raise RewriteError("entry function has no func.return")
     scope.emit = scope.emit.at(terminator.location)
-    if RESCALE_ATTR in terminator.attributes:
-        method = ir.StringAttr(terminator.attributes[RESCALE_ATTR]).value
-        for index, value in enumerate(terminator.operands):
-            found = scope.lookup(value)
-            if isinstance(found, Scaled) and not found.any_scale:
-                scope.set(value, scope.rescale(found, method))
-                state.context.record("func.return", terminator.location, "rescale",
-                                     f"{method}, result {index}")
+    for attr, every in ((RESCALE_ATTR, True), (RESCALE_DRIFTING_ATTR, False)):
+        if attr in terminator.attributes:
+            method = ir.StringAttr(terminator.attributes[attr]).value
+            for index, value in enumerate(terminator.operands):
+                found = scope.lookup(value)
+                if isinstance(found, Scaled) and not found.any_scale and (
+                        every or scope.can_drift(found.scale)):
+                    scope.set(value, scope.rescale(found, method))
+                    state.context.record("func.return", terminator.location, "rescale",
+                                         f"{method}, result {index}")
+            break
     scope.emit.at(terminator.location).op("func.return",
                                           scope.flatten(list(terminator.operands),
                                                         f32_scales=True), [])
@@ -256,9 +265,15 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
     )
     func = entry_function(module)
     wide = resolve_square_dtype(square_dtype, dtype)
+    classes = wide_values(func) if wide is not None or dtype != "f32" else None
     if wide is not None:
-        state.set_wide(square_values(func), float_type(wide))
-        context.bump("scalify.square-values", len(state.wide))
+        state.set_wide(classes.squares, float_type(wide))
+        context.bump("scalify.square-values", len(classes.squares))
+    if dtype != "f32" and classes.bits:
+        # Floats made from integer bits keep f32's significand up to the nonlinear op that
+        # reads them (jax.random's uniforms before erf_inv or log): see square_values.py.
+        state.set_wide(classes.bits, float_type("f32"))
+        context.bump("scalify.bit-values", len(classes.bits))
     scalify_function(func, state)
 
 

@@ -31,6 +31,7 @@ from scalify_hlo.ir import short_location
 from scalify_hlo.scale import (
     EXPONENT_RANGES,
     LARGEST_FINITE,
+    MIN_EXPONENT,
     ONE,
     UNSET_BELOW,
     UNSET_EXPONENT,
@@ -43,6 +44,9 @@ from scalify_hlo.scale import (
 WIDE_RANGE_DTYPES = ("f32", "bf16")
 _WIDE_RANGE_CLASSES = (ir.F32Type, ir.BF16Type)  # the same, as the bindings' type classes
 RESCALE_ATTR = "scalify.rescale"  # set by the rescale pass on ops whose results it rescales
+# Set by the rescale pass on the entry function's return: rescale the results whose scale can
+# drift from one call to the next (``Scope.can_drift``).
+RESCALE_DRIFTING_ATTR = "scalify.rescale-drifting"
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,13 @@ class Scaled:
 Mapped = Scaled | ir.Value
 
 
+def _wider(known: ir.Type | None, dtype: ir.Type) -> ir.Type:
+    """The wider of two data types (f32 over f16 and bf16; the first of two 16-bit ones)."""
+    if known is None or isinstance(dtype, ir.F32Type):
+        return dtype
+    return known
+
+
 @dataclass
 class ScalifyState:
     """Settings and reporting shared by every scope of one scalify run."""
@@ -87,13 +98,14 @@ class ScalifyState:
     fallback: Callable[[Scope, ir.Operation], None]
     clone: Callable[[Scope, ir.Operation], None]
     reported: set[str] = field(default_factory=set)
-    # Values of the original program that hold squares (see square_values.py) and the data
-    # type they get; None: every value uses data_dtype.
-    wide: set[ir.Value] = field(default_factory=set)
+    # Values of the original program that get a data type of their own (squares, see
+    # square_values.py, and floats made from integer bits) and that type; empty: every value
+    # uses data_dtype. ``wide_dtype`` is None when there is none, else the widest of them.
+    wide: dict[ir.Value, ir.Type] = field(default_factory=dict)
     wide_dtype: ir.Type | None = None
-    # The ops that define or use a value of ``wide``: those that compute in ``wide_dtype``
-    # (see ``op_dtype``), found once from the values rather than per op from its operands.
-    wide_ops: set[ir.Operation] = field(default_factory=set)
+    # The ops that define or use a value of ``wide``, and the type they compute in (see
+    # ``op_dtype``), found once from the values rather than per op from its operands.
+    wide_ops: dict[ir.Operation, ir.Type] = field(default_factory=dict)
     # The data type of the op being rewritten: its operands are read in it, its results made
     # in it (None outside an op: values keep their own type).
     current_dtype: ir.Type | None = None
@@ -110,29 +122,34 @@ class ScalifyState:
         return bool(self.unset_factors) and any(
             factor in self.unset_factors for factor, _ in scale.factors)
 
+    # Runtime maxima of scales (common_scale): each one's operands, for ``Scope.can_drift``.
+    maxima: dict[Scale, tuple[Scale, ...]] = field(default_factory=dict)
+
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""
-        if self.wide_dtype is not None and old in self.wide:
-            return self.wide_dtype
+        if self.wide_dtype is not None:
+            return self.wide.get(old, self.data_dtype)
         return self.data_dtype
 
     def set_wide(self, values: set[ir.Value], dtype: ir.Type) -> None:
-        """Make ``values`` wide (of type ``dtype``), and note the ops that touch them."""
-        self.wide = values
-        self.wide_dtype = dtype
-        ops: set[ir.Operation] = set()
+        """Make ``values`` wide (of type ``dtype``), and note the ops that touch them; a value
+        or op in two classes (a square of random bits) takes the wider type."""
+        wide, wide_ops = self.wide, self.wide_ops
         for value in values:
+            wide[value] = _wider(wide.get(value), dtype)
             owner = value.owner
-            if not isinstance(owner, ir.Block):
-                ops.add(owner.operation)
-            ops.update(use.owner.operation for use in value.uses)
-        self.wide_ops = ops
+            touching = [] if isinstance(owner, ir.Block) else [owner.operation]
+            touching += [use.owner.operation for use in value.uses]
+            for op in touching:
+                wide_ops[op] = _wider(wide_ops.get(op), dtype)
+        if values:
+            self.wide_dtype = _wider(self.wide_dtype, dtype)
 
     def op_dtype(self, op: ir.Operation) -> ir.Type:
         """Wide if any float operand or result of ``op`` is wide: an op computes in the wider
         type of what it touches, so a square is formed, and its sqrt taken, in it."""
-        if self.wide_dtype is not None and op in self.wide_ops:
-            return self.wide_dtype
+        if self.wide_dtype is not None:
+            return self.wide_ops.get(op, self.data_dtype)
         return self.data_dtype
 
     def report_fallback(self, op: ir.Operation, why: str) -> None:
@@ -427,6 +444,7 @@ class Scope:
         else:  # an unset exponent is below every other: the maximum ignores it
             common = Scale.dynamic(_fold(self.emit, "stablehlo.maximum",
                                          [self.exponent(scale) for scale in distinct]))
+            self.state.maxima[common] = tuple(distinct)
         if all(self.state.maybe_unset(scale) for scale in distinct):
             self.state.unset_factors.add(common.factors[0][0])
         return common
@@ -512,6 +530,22 @@ class Scope:
         }
         return self.emit.op("stablehlo.compare", [exponent, self.emit.int_scalar(UNSET_BELOW)],
                             [i1], attributes).result
+
+    def can_drift(self, scale: Scale) -> bool:
+        """Whether a result's scale can move from one call of the step to the next when the
+        result is fed back as its argument: not static, not an argument's scale handed back
+        as is, and not the runtime max of one (which never falls below it; SGD's
+        ``w - lr * g`` with f16 data). A moving average's ``0.99 * v`` is at half v's scale
+        (0.99 is 1.98 * 2^-1), so ``0.99 * v + 0.01 * x * x`` halves its scale, and doubles
+        its data, on every call until the data overflows: such results take their scale
+        from their data (the ``drifting-outputs`` rescale point)."""
+        if scale.is_static:
+            return False
+        factor = scale.single_factor
+        if factor is not None and factor.is_f32:
+            return False
+        parts = self.state.maxima.get(scale)
+        return parts is None or all(part.is_static or self.can_drift(part) for part in parts)
 
     def _constant_floor(self, constants: Sequence[Scaled]) -> int | None:
         """The lowest exponent a constant operand of a select may follow the runtime operand
@@ -655,20 +689,39 @@ class Scope:
             rounded = emit.op("stablehlo.select", [below, emit.binary(
                 "stablehlo.multiply", rounded, emit.splat(2.0, scalar)), rounded],
                 [scalar]).result
-        # A normal power of two up to 2^126, so that its inverse is one too: 0, subnormal,
-        # inf and NaN statistics leave the scale as it is.
+        # A normal power of two up to 2^126, so that its inverse is one too: subnormal, inf
+        # and NaN statistics leave the scale as it is, 0 sets it (``_zero_shift``).
         i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
         usable = emit.op("stablehlo.and", [
             emit.compare("GE", rounded, emit.splat(2.0 ** -126, scalar)),
             emit.compare("LE", rounded, emit.splat(2.0 ** 126, scalar))], [i1]).result
-        exponent = emit.op("stablehlo.select", [usable, emit.exponent_of_pow2(rounded),
-                                                emit.int_scalar(0)],
-                           [self.state.types.scalar_i32]).result
-        inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", exponent,
-                                                   self.state.types.scalar_i32))
+        i32 = self.state.types.scalar_i32
+        measured = emit.exponent_of_pow2(rounded)
+        exponent = emit.op("stablehlo.select", [usable, measured, emit.int_scalar(0)],
+                           [i32]).result
+        inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", exponent, i32))
         data = emit.convert(emit.times_factor(wide, inverse), value.data_element())
+        # The scale moves by the same exponent, or, for all-zero data (which no factor
+        # changes), to where an all-zero argument's is.
+        moved = emit.op("stablehlo.select", [usable, measured,
+                                             self._zero_shift(value, statistic)], [i32]).result
         self.state.context.bump("scalify.rescaled")
-        return Scaled(data, value.scale.times(Scale.dynamic(exponent)))
+        return Scaled(data, value.scale.times(Scale.dynamic(moved)))
+
+    def _zero_shift(self, value: Scaled, statistic: ir.Value) -> ir.Value:
+        """What a rescale moves into the scale when its statistic is no normal power of two:
+        nothing, except for an all-zero tensor, whose scale becomes the one an all-zero
+        argument gets (2^-126 under common-scale=max, 1 under first). Zeros are valid at any
+        scale, and the one they come with can be anything: in a scan's backward pass a
+        gradient that is zero for many steps (an LSTM's, where the loss reads one step)
+        keeps multiplying its scale by the dots' 2^k, 2^40 after 20 steps, and the max
+        common scale then flushes the first nonzero gradient added to it to 0."""
+        emit, i32 = self.emit, self.state.types.scalar_i32
+        target = MIN_EXPONENT if self.state.common_scale_rule == "max" else 0
+        shift = emit.binary("stablehlo.subtract", emit.int_scalar(target),
+                            self.exponent(value.scale), i32)
+        zero = emit.compare("EQ", statistic, emit.splat(0.0, scalar_type(self.state.types.f32)))
+        return emit.op("stablehlo.select", [zero, shift, emit.int_scalar(0)], [i32]).result
 
     def rescale_results(self, op: ir.Operation, method: str) -> None:
         rescaled = False

@@ -5,18 +5,29 @@ the scale. Squaring doubles every exponent, so the square of a tensor whose entr
 than 12 binades cannot be held: its small entries flush to zero. Adam's second moment is the
 case that matters: where ``nu`` flushes and ``mu`` does not, ``mu / (sqrt(nu) + eps)`` is
 ``mu / eps``, an update thousands of times too large (an MLP on MNIST diverges in a few
-steps). The values that need the wide type are the squares (``multiply(x, x)``) and everything
-they are added to, selected with, reshaped into or carried through a loop with, up to the next
-op that combines them with other tensors (a reduction, a product or quotient of two tensors):
+steps). The values that need the wide type are the squares (``multiply(x, x)``), their sums
+(a reduce that adds), and everything they are added to, selected with, reshaped into or
+carried through a loop with, up to the next op that combines them with other tensors (a
+reduction other than a sum, a product or quotient of two tensors):
 Adam's ``nu`` state, its bias correction and ``sqrt(nu_hat) + eps``, but not the update
 ``mu / (sqrt(nu_hat) + eps)``, which the op computes in the wide type and hands on in f16.
 
 This is a union-find over the values of the original function: ops that keep the range of
 their operands (add, select, reshape, a product with a broadcast scalar, ...) join their
 results and operands into one class, and a class that holds a square is wide.
+
+The same classes hold a second kind of wide value: floats made from integer bits
+(``bitcast_convert``), which is how ``jax.random`` turns random bits into uniforms in [1, 2)
+with f32's 24-bit significand, then shifts them to the sampler's interval and hands them to
+``erf_inv`` (normal) or ``log`` (exponential, gumbel). Rounded to f16's or bf16's
+significand, the largest uniforms become exactly 1 (and -0.99999994 becomes -1): erf_inv of
+them is +-inf, one sample in a thousand (bf16) or ten thousand (f16). Their class computes
+in f32, up to the nonlinear op, as the original does.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import (
@@ -26,6 +37,7 @@ from scalify_hlo.rewrites.emitter import (
     ops_named,
     splat_scalar,
 )
+from scalify_hlo.rewrites.regions import is_additive
 
 # Ops whose float results keep the range of every float operand.
 _SAME_RANGE = {
@@ -81,17 +93,24 @@ class _UnionFind:
             self.parent[ra] = rb
 
 
+def _one_element(t: ir.Type) -> bool:
+    """A tensor type of one element (rank 0, or every dimension 1)."""
+    if not is_ranked_tensor(t):
+        return False
+    ranked = t if type(t) is ir.RankedTensorType else ir.RankedTensorType(t)
+    return ranked.has_static_shape and all(d == 1 for d in ranked.shape)
+
+
 def _scalar_like(value: ir.Value) -> bool:
-    """A rank-0 value, a splat constant, or a broadcast of a rank-0 value."""
-    t = value.type
-    if is_ranked_tensor(t) and (t if type(t) is ir.RankedTensorType
-                                else ir.RankedTensorType(t)).rank == 0:
+    """A one-element value, a splat constant, or a broadcast of a one-element value
+    (``jax.random.uniform`` broadcasts its bounds as tensor<1xf32>)."""
+    if _one_element(value.type):
         return True
     op = defining_op(value)
     if op is None:
         return False
     if op.name == "stablehlo.broadcast_in_dim":
-        return ir.RankedTensorType(op.operands[0].type).rank == 0
+        return _one_element(op.operands[0].type)
     if op.name == "stablehlo.constant":
         return splat_scalar(op.attributes["value"]) is not None
     return False
@@ -99,19 +118,41 @@ def _scalar_like(value: ir.Value) -> bool:
 
 _VISITED = ("stablehlo.multiply", "stablehlo.divide", *_SAME_RANGE, *_SOME_OPERANDS,
             "stablehlo.optimization_barrier", "stablehlo.while", "stablehlo.case",
-            "stablehlo.if")
+            "stablehlo.if", "stablehlo.bitcast_convert", "stablehlo.reduce", "chlo.square")
+
+
+@dataclass(frozen=True)
+class WideValues:
+    """The float values in a class with a square (wide for range) and those in a class with
+    floats made from integer bits (wide for precision: always f32)."""
+
+    squares: set[ir.Value]
+    bits: set[ir.Value]
 
 
 def square_values(func: ir.Operation) -> set[ir.Value]:
-    """The float values of ``func`` (its body and nested regions) in a class with a square.
+    """The float values of ``func`` (its body and nested regions) in a class with a square."""
+    return wide_values(func).squares
+
+
+def _is_bits_to_float(op: ir.Operation, types: Types) -> bool:
+    """A ``bitcast_convert`` from integers to floats: full-significand values from bits."""
+    operand_type = ir.RankedTensorType(op.operands[0].type).element_type
+    return isinstance(operand_type, ir.IntegerType) and types.is_scalable(op.results[0].type)
+
+
+def wide_values(func: ir.Operation) -> WideValues:
+    """The classes of ``func``'s float values (its body and nested regions) that hold a
+    square, and those that hold floats made from integer bits.
 
     Only the ops that square or join values are visited (found by ``ops_named``, which
     leaves the rest of the walk in C++), and only values they touch are looked at: a value
-    that no op joins is in a wide class only if it is a square itself. The classes do not
+    that no op joins is in a wide class only if it is a seed itself. The classes do not
     depend on the order of the unions, so neither does the result.
     """
     sets = _UnionFind()
     seeds: list[ir.Value] = []
+    bit_seeds: list[ir.Value] = []
 
     def join(a: ir.Value, b: ir.Value) -> None:
         ia = sets.id_of(a)
@@ -130,6 +171,8 @@ def square_values(func: ir.Operation) -> set[ir.Value]:
                 for mine, other in ((operands[0], operands[1]), (operands[1], operands[0])):
                     if _scalar_like(other):
                         join(results[0], mine)
+        elif name == "chlo.square":  # lax.square (Flax's BatchNorm and LayerNorm)
+            seeds.append(results[0])
         elif name == "stablehlo.divide" and _scalar_like(operands[1]):
             join(results[0], operands[0])
         elif name in _SAME_RANGE:
@@ -155,9 +198,23 @@ def square_values(func: ir.Operation) -> set[ir.Value]:
                 returned = _terminator(region.blocks[0])
                 for result, value in zip(results, returned.operands, strict=True):
                     join(result, value)
-    seed_ids = [i for i in (sets.id_of(seed) for seed in seeds) if i >= 0]
-    wide_roots = {sets.find(i) for i in seed_ids}
-    return {value for i, value in enumerate(sets.values) if sets.find(i) in wide_roots}
+        elif name == "stablehlo.bitcast_convert" and _is_bits_to_float(op, sets.types):
+            bit_seeds.append(results[0])
+        elif name == "stablehlo.reduce" and is_additive(op.regions[0]):
+            # A sum of squares has their range (BatchNorm's and LayerNorm's mean of x * x,
+            # a global norm): var + eps of a batch whose variance is 0 keeps eps in f32,
+            # where f16 flushes it next to var's scale and rsqrt(0) is inf.
+            for operand, result in zip(operands[:len(results)], results, strict=True):
+                join(result, operand)
+    return WideValues(_classes_of(sets, seeds), _classes_of(sets, bit_seeds))
+
+
+def _classes_of(sets: _UnionFind, seeds: list[ir.Value]) -> set[ir.Value]:
+    """Every value in a class with one of ``seeds``."""
+    roots = {sets.find(i) for i in (sets.id_of(seed) for seed in seeds) if i >= 0}
+    if not roots:
+        return set()
+    return {value for i, value in enumerate(sets.values) if sets.find(i) in roots}
 
 
 def _terminator(block: ir.Block) -> ir.Operation:

@@ -15,7 +15,7 @@ DATA_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16",
                "f32": "f32", "bf16": "bf16", "f16": "f16"}
 FP8_FORMATS = {"float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2",
                "f8E4M3FN": "f8E4M3FN", "f8E5M2": "f8E5M2"}
-RESCALE_POINTS = ("dot-outputs", "gradients", "outputs")
+RESCALE_POINTS = ("dot-outputs", "gradients", "outputs", "drifting-outputs")
 RESCALE_METHODS = ("amax", "rms")
 SCALE_ROUNDINGS = ("nearest", "up")
 
@@ -31,7 +31,12 @@ class Policy:
     exclude: a regular expression; dots whose location matches stay in the data dtype.
     rescale_at: points where scales are recomputed from the data at run time. None: at
         gradients for f16 data (its 5-bit exponent cannot absorb how far static scales drift
-        through a deep backward pass: 2^20 in a 4-layer transformer), nowhere for f32/bf16.
+        through a deep backward pass: 2^20 in a 4-layer transformer) and at the drifting
+        outputs: results whose scale, fed back, moves from step to step (moving averages:
+        0.99 * v is at half v's scale, so v's scale halves every step and its data doubles
+        until f16 overflows; an amax per such result and step). Nowhere for f32/bf16, whose
+        drifting scales saturate at 2^-126 instead (add drifting-outputs there too: exact,
+        a power of two, in f32 data).
     rescale_method: amax (the largest magnitude) or rms, rounded to a power of two.
     scale_rounding: nearest power of two, or up (data magnitudes stay <= the statistic).
     square_dtype: data type of squares and what they are added to (Adam's second moment):
@@ -53,7 +58,7 @@ class Policy:
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
-            default = ("gradients",) if self.data_dtype == "float16" else ()
+            default = ("gradients", "drifting-outputs") if self.data_dtype == "float16" else ()
             object.__setattr__(self, "rescale_at", default)
         object.__setattr__(self, "rescale_at", tuple(self.rescale_at))
         if self.data_dtype not in DATA_DTYPES:

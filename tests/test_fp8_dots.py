@@ -231,7 +231,9 @@ def test_default_policy_is_the_default_pipeline() -> None:
     invocations = parse_pipeline(DEFAULT_PIPELINE)
     assert [inv.info.name for inv in invocations] == ["inline", "rescale", "scalify", "fp8-dots",
                                                       "simplify"]
-    assert _options(DEFAULT_PIPELINE)["rescale"]["at"] == "gradients"
+    assert _options(DEFAULT_PIPELINE)["rescale"]["at"] == "gradients,drifting-outputs"
+    for data_dtype in ("float32", "bfloat16"):
+        assert Policy(data_dtype=data_dtype).rescale_at == ()
     options = _options(DEFAULT_PIPELINE)
     assert options["scalify"]["data-dtype"] == "f16"
     assert options["fp8-dots"]["forward-format"] == "f8E4M3FN"

@@ -4,9 +4,11 @@
 // A rescaled dot output: the amax of the data, rounded to a power of two r;
 // its i32 exponent F is read from r's bits when 2^-126 <= r <= 2^126, and is 0
 // otherwise (zero, subnormal, huge or non-finite). The data is multiplied by
-// 2^-F (a factor built from bits) and F is added to the scale's exponent E =
-// x_e + w_e (the product of the input scales) + F + 2, the 2 being the dot's
-// unit scaling 2^2 ~ sqrt(K), K = 8 (its data was multiplied by 1/4).
+// 2^-F (a factor built from bits) and F is added to the scale's exponent
+// S0 = x_e + w_e + 2 (the product of the input scales, the 2 being the dot's
+// unit scaling 2^2 ~ sqrt(K), K = 8: its data was multiplied by 1/4). All-zero
+// data (amax 0) instead moves the scale to an all-zero argument's, 1 under
+// common-scale=first (f32 data): its exponent gets -S0 added.
 // At the return, the f32 scale is 2^clamp(E, -126, 127) and the data takes the
 // excess 2^clamp(E - that, -127, 127).
 // CHECK-LABEL: func.func public @main
@@ -44,9 +46,14 @@
 // CHECK-NEXT:    [[WSH:%.*]] = stablehlo.shift_right_logical [[WB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[WE:%.*]] = stablehlo.subtract [[WSH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[SE:%.*]] = stablehlo.add [[XE]], [[WE]] : tensor<i32>
-// CHECK-NEXT:    [[SF:%.*]] = stablehlo.add [[SE]], [[F]] : tensor<i32>
 // CHECK-NEXT:    [[C2:%.*]] = stablehlo.constant dense<2> : tensor<i32>
-// CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[SF]], [[C2]] : tensor<i32>
+// CHECK-NEXT:    [[S0:%.*]] = stablehlo.add [[SE]], [[C2]] : tensor<i32>
+// CHECK-NEXT:    [[TOONE:%.*]] = stablehlo.subtract [[C0]], [[S0]] : tensor<i32>
+// CHECK-NEXT:    [[FZERO:%.*]] = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    [[ISZERO:%.*]] = stablehlo.compare EQ, [[AMAX]], [[FZERO]], FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// CHECK-NEXT:    [[Z:%.*]] = stablehlo.select [[ISZERO]], [[TOONE]], [[C0]] : tensor<i1>, tensor<i32>
+// CHECK-NEXT:    [[MOVED:%.*]] = stablehlo.select [[OK]], [[PE]], [[Z]] : tensor<i1>, tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[S0]], [[MOVED]] : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
 // CHECK-NEXT:    [[HI:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[LO:%.*]] = stablehlo.subtract [[E]], [[HI]] : tensor<i32>
@@ -95,7 +102,8 @@
 // RMSUP-NEXT:    [[NFF:%.*]] = stablehlo.bitcast_convert [[NFI]] : (tensor<i32>) -> tensor<f32>
 // RMSUP-NEXT:    [[NFFB:%.*]] = stablehlo.broadcast_in_dim [[NFF]], dims = [] : (tensor<f32>) -> tensor<4x3xf32>
 // RMSUP-NEXT:    [[NEWDATA:%.*]] = stablehlo.multiply [[D]], [[NFFB]] : tensor<4x3xf32>
-// RMSUP:         [[SF:%.*]] = stablehlo.add {{%.*}}, [[F]] : tensor<i32>
+// RMSUP:         [[MOVED:%.*]] = stablehlo.select [[OK]], [[RE]], {{%.*}} : tensor<i1>, tensor<i32>
+// RMSUP-NEXT:    stablehlo.add {{%.*}}, [[MOVED]] : tensor<i32>
 // RMSUP-NOT:     scalify.rescale
 func.func public @main(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>) -> tensor<4x3xf32> {
   %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
