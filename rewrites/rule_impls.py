@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import (
+    Emitter,
     attributes_of,
     defining_op,
     dtype_name,
@@ -311,6 +312,126 @@ def _pick_and_normalize(scope: Scope, op: ir.Operation) -> None:
     scope.set(op.results[0], Scaled(data, found.scale))
 
 
+# Exponent-directed pick: the result's scale from the picked elements' own exponents (i32).
+_NO_EXPONENT = -(1 << 30)  # below every element exponent: an element that sets no scale
+_FACTOR_SPAN = 300  # |shift| beyond which every f32 data value is 0 or inf anyway
+
+
+def _int_splat(scope: Scope, value: int, t: ir.Type) -> ir.Value:
+    """An i32 constant of tensor type ``t`` (rank 0 or a broadcast of one)."""
+    return scope.emit.broadcast_scalar(scope.emit.int_scalar(value), t)
+
+
+def _int_compare(scope: Scope, direction: str, a: ir.Value, b: ir.Value,
+                 t: ir.Type) -> ir.Value:
+    types = scope.state.types
+    i1 = types.attribute("i1", lambda: ir.IntegerType.get_signless(1))
+    attributes = {
+        "comparison_direction": ir.Attribute.parse(
+            f"#stablehlo<comparison_direction {direction}>"),
+        "compare_type": ir.Attribute.parse("#stablehlo<comparison_type SIGNED>"),
+    }
+    return scope.emit.op("stablehlo.compare", [a, b], [types.with_element_type(t, i1)],
+                         attributes).result
+
+
+def _element_exponents(scope: Scope, wide: ir.Value, scale: Scale,
+                       shape_i32: ir.Type) -> tuple[ir.Value, ir.Value]:
+    """Per element of f32 data ``wide`` at ``scale``: the biased exponent of its bits plus
+    the scale's exponent (the value's binade, in i32: no overflow at any spread), and
+    whether the element is a normal number (0, subnormals, inf and NaN set no scale)."""
+    emit = scope.emit
+    bits = emit.unary("stablehlo.bitcast_convert", wide, shape_i32)
+    biased = emit.binary("stablehlo.and", emit.binary(
+        "stablehlo.shift_right_logical", bits, _int_splat(scope, 23, shape_i32)),
+        _int_splat(scope, 255, shape_i32))
+    normal = emit.binary("stablehlo.and",
+                         _int_compare(scope, "GT", biased, _int_splat(scope, 0, shape_i32),
+                                      shape_i32),
+                         _int_compare(scope, "LT", biased, _int_splat(scope, 255, shape_i32),
+                                      shape_i32))
+    binade = emit.binary("stablehlo.add", biased,
+                         emit.broadcast_scalar(scope.exponent(scale), shape_i32))
+    return binade, normal
+
+
+def _shifted_exactly(scope: Scope, wide: ir.Value, shift: ir.Value) -> ir.Value:
+    """``wide * 2^shift`` (f32 data, rank-0 i32 ``shift``) in three normal factors of one
+    sign: a value that fits after the shift never overflows or flushes on the way, one that
+    does not becomes the inf or 0 it is, and no factor is 0 or inf (no 0 * inf NaN)."""
+    emit, i32 = scope.emit, scope.exponent_type()
+    rest = emit.clamp_exponent(shift, -_FACTOR_SPAN, _FACTOR_SPAN)
+    for _ in range(3):
+        step = emit.clamp_exponent(rest)
+        wide = emit.times_factor(wide, emit.pow2_of_exponent(step))
+        rest = emit.binary("stablehlo.subtract", rest, step, i32)
+    return wide
+
+
+def _select_by_exponent(scope: Scope, op: ir.Operation) -> None:
+    """select of branches whose scales are unrelated (two runtime scales, or static ones too
+    far apart for the data type): the result's scale comes from the picked elements' own
+    binades, read from their bits and summed with their scale's exponent in i32, and one
+    integer max over the tensor; only then is each branch's data brought to that scale. The
+    picked values stay exactly what they are at any spread (bessel_i0e's discarded
+    Clenshaw branch is 2^400 from the picked one); the discarded branch may flush or
+    overflow, the select drops it."""
+    emit = scope.emit
+    olds = list(op.operands)
+    pred = scope.plain(olds[0])
+    branches = [scope.scaled(v) for v in olds[1:]]
+    types = scope.state.types
+    f32 = types.f32
+    wides = [emit.convert(b.data, f32) for b in branches]
+    wide_type = types.with_element_type(scope.results_of(op)[1][0], f32)
+    shape_i32 = types.with_element_type(wide_type, types.i32)
+    sentinel = _int_splat(scope, _NO_EXPONENT, shape_i32)
+    picks = []
+    for branch, wide in zip(branches, wides, strict=True):
+        if branch.any_scale:  # 0, inf, NaN: fit any scale, set none
+            picks.append(sentinel)
+            continue
+        binade, normal = _element_exponents(scope, wide, branch.scale, shape_i32)
+        picks.append(emit.op("stablehlo.select", [normal, binade, sentinel],
+                             [shape_i32]).result)
+    picked = emit.op("stablehlo.select", [pred, *picks], [shape_i32]).result
+    top = _reduce_int_max(scope, picked)
+    i32 = scope.exponent_type()
+    found = _int_compare(scope, "GT", top, emit.int_scalar(_NO_EXPONENT), i32)
+    # the largest picked element's data lands in [1, 2); none (all 0, inf or NaN): midpoint
+    exponent = emit.op("stablehlo.select", [found, emit.binary(
+        "stablehlo.subtract", top, emit.int_scalar(127), i32),
+        scope.exponent(scope.midpoint(branches))], [i32]).result
+    datas = [wide if branch.any_scale else _shifted_exactly(scope, wide, emit.binary(
+        "stablehlo.subtract", scope.exponent(branch.scale), exponent, i32))
+        for branch, wide in zip(branches, wides, strict=True)]
+    data = emit.op("stablehlo.select", [pred, *datas], [wide_type], _attributes(op)).result
+    scope.set(op.results[0], Scaled(emit.convert(data, scope.current_data_dtype()),
+                                    Scale.dynamic(exponent)))
+
+
+def _reduce_int_max(scope: Scope, x: ir.Value) -> ir.Value:
+    """The maximum of an i32 tensor as a rank-0 i32 (``_NO_EXPONENT`` for none)."""
+    emit, i32 = scope.emit, scope.exponent_type()
+    rank = len(ir.RankedTensorType(x.type).shape)
+    if rank == 0:
+        return x
+    reduce = emit.op("stablehlo.reduce", [x, emit.int_scalar(_NO_EXPONENT)], [i32],
+                     {"dimensions": ir.DenseI64ArrayAttr.get(list(range(rank)))}, regions=1)
+    block = reduce.regions[0].blocks.append(i32, i32)
+    inner = Emitter(ir.InsertionPoint(block), emit.loc, types=scope.state.types)
+    inner.op("stablehlo.return", [inner.binary("stablehlo.maximum", *block.arguments)], [])
+    return reduce.results[0]
+
+
+def _pick_unrelated(scope: Scope, op: ir.Operation) -> None:
+    """An op that picks one operand per element, operands' scales unrelated."""
+    if op.name == "stablehlo.select":
+        _select_by_exponent(scope, op)
+    else:
+        _pick_and_normalize(scope, op)
+
+
 def _choose(scope: Scope, op: ir.Operation) -> None:
     """select, max, min, clamp: the result is elementwise one of the operands."""
     olds = list(op.operands)
@@ -325,7 +446,7 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
             return
     runtime = [v for v in floats if not v.any_scale and not v.scale.is_static]
     if _distinct_scales(runtime) > 1 and scope.static_spread(runtime) is None:
-        _pick_and_normalize(scope, op)
+        _pick_unrelated(scope, op)
         return
     if scope.is_wide_range():  # the midpoint holds both (see Scope.midpoint)
         if _fits_at_max(scope, floats):
@@ -339,7 +460,7 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
         # One runtime scale: constants follow it (down to where they stay in range).
         _same_scale(scope, op, constants_follow=True, merge=True)
         return
-    _pick_and_normalize(scope, op)  # static scales too far apart for f16
+    _pick_unrelated(scope, op)  # static scales too far apart for f16
 
 
 def _bind_at(scope: Scope, op: ir.Operation, floats: list[Scaled], datas: list[ir.Value],

@@ -40,9 +40,14 @@ SELECT = Family("select", "branches at a common scale; a constant branch takes t
                 "branch's scale, down to the lowest scale at which the constant stays in the "
                 "data type's range (a sentinel beyond that range at scale 1, a mask's -1e9, "
                 "saturates to +-inf instead); a predicate that is one value for all elements "
-                "picks a branch's data and scale as they are; " + _PICKED,
+                "picks a branch's data and scale as they are; branches with unrelated "
+                "scales (two runtime ones, or static ones too far apart for f16): each "
+                "element's binade (data exponent bits plus its branch's scale exponent, in "
+                "i32) is picked and one integer max sets the result's scale, then the "
+                "branches' data are shifted to it exactly (picked values exact at any "
+                "spread); otherwise " + _PICKED,
                 "the runtime branch's scale (or that floor), the picked branch's, the "
-                "midpoint, or the result's amax", impl.rule_select)
+                "midpoint, or the largest picked binade", impl.rule_select)
 CHOOSE = Family("choose", "max/min/clamp: the result is one of the operands; one runtime "
                 "scale: constants follow it as in select; " + _PICKED,
                 "the runtime operand's scale, the midpoint, or the result's amax",

@@ -107,17 +107,18 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // where new = old * z. The branches' scales differ by z's every trip; taking the first
 // branch's (common-scale=first, the f32 default) or the midpoint drifted the carried scale
 // away from the values, and the old branch's data overflowed (NaN in 246 of 400 igamma
-// values). The select now runs at the midpoint and the result's amax sets the carried
-// scale, inside the body.
+// values). The carried scale now follows the picked values, inside the body: the largest
+// binade of the picked elements (bits plus scale exponent, in i32, one integer max), then
+// the data select at that scale.
 // CHECK-LABEL: func.func public @main
 // CHECK:         stablehlo.while
+// CHECK:         stablehlo.reduce({{.*}} applies stablehlo.maximum {{.*}} : (tensor<4xi32>, tensor<i32>) -> tensor<i32>
 // CHECK:         stablehlo.select {{.*}} : tensor<4xi1>, tensor<4xf32>
-// CHECK:         stablehlo.reduce({{.*}} applies stablehlo.maximum
 // CHECK:         stablehlo.return
 // F32-LABEL: func.func public @main
 // F32:         stablehlo.while
+// F32:         stablehlo.reduce({{.*}} applies stablehlo.maximum {{.*}} : (tensor<4xi32>, tensor<i32>) -> tensor<i32>
 // F32:         stablehlo.select {{.*}} : tensor<4xi1>, tensor<4xf32>
-// F32:         stablehlo.reduce({{.*}} applies stablehlo.maximum
 // F32:         stablehlo.return
 func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>, %arg2: tensor<4xi1>) -> tensor<4xf32> {
   %c = stablehlo.constant dense<0> : tensor<i32>
@@ -134,4 +135,34 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>, %arg2: tensor
     stablehlo.return %1, %3 : tensor<i32>, tensor<4xf32>
   }
   return %0#1 : tensor<4xf32>
+}
+
+// -----
+
+// select of two branches whose runtime scales are unrelated and may be 2^600 apart (issue 22,
+// section 7: bessel_i0e's discarded Clenshaw branch is y^30, 2^400 from the picked one in
+// the i32 exponents). Taking the select at the midpoint of the exponents flushed the picked
+// branch's data to 0 (or overflowed it) before any amax could see it. Now each element's
+// binade (exponent bits of the data plus its branch's scale exponent) is picked in i32, one
+// integer max gives the result's scale, and only then is each branch's data shifted to it
+// (three normal factors: no 0 * inf), so the picked values are exact at any spread. No f32
+// amax of the data.
+// CHECK-LABEL: func.func public @main
+// CHECK:         stablehlo.bitcast_convert {{.*}} : (tensor<4xf32>) -> tensor<4xi32>
+// CHECK:         stablehlo.bitcast_convert {{.*}} : (tensor<4xf32>) -> tensor<4xi32>
+// CHECK:         [[P:%.*]] = stablehlo.select %arg4, {{.*}} : tensor<4xi1>, tensor<4xi32>
+// CHECK:         stablehlo.reduce([[P]] {{.*}} applies stablehlo.maximum
+// CHECK:         [[D:%.*]] = stablehlo.select %arg4, {{.*}} : tensor<4xi1>, tensor<4xf32>
+// CHECK:         stablehlo.convert [[D]] : (tensor<4xf32>) -> tensor<4xf16>
+// CHECK-NOT:     stablehlo.abs
+// F32-LABEL: func.func public @main
+// F32:         [[P:%.*]] = stablehlo.select %arg4, {{.*}} : tensor<4xi1>, tensor<4xi32>
+// F32:         stablehlo.reduce([[P]] {{.*}} applies stablehlo.maximum
+// F32:         stablehlo.select %arg4, {{.*}} : tensor<4xi1>, tensor<4xf32>
+// F32-NOT:     stablehlo.abs
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>, %arg2: tensor<4xi1>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %arg0, %arg0 : tensor<4xf32>
+  %1 = stablehlo.multiply %0, %arg0 : tensor<4xf32>
+  %2 = stablehlo.select %arg2, %1, %arg1 : tensor<4xi1>, tensor<4xf32>
+  return %2 : tensor<4xf32>
 }

@@ -118,20 +118,22 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<3x4xf32> {
 
 // -----
 
-// select: the i1 predicate is not scaled; two branches with unrelated runtime
-// scales are selected at the midpoint of their exponents, like maximum above,
-// and the result's amax sets its scale (under common-scale=first too: the
-// first branch's scale drifted by the ratio of the two in a loop that
-// selects between a new and an old value, igamma's).
+// select: the i1 predicate is not scaled; for two branches with unrelated
+// runtime scales, each element's binade (its data's exponent bits plus its
+// branch's scale exponent, in i32) is picked and one integer max sets the
+// result's scale; only then are the branches' data shifted to it and selected,
+// exact at any spread (see far-apart.mlir). Under common-scale=first too: the
+// first branch's scale drifted by the ratio of the two in a loop that selects
+// between a new and an old value, igamma's.
 
 // CHECK-LABEL: func.func public @main
-// CHECK:         stablehlo.shift_right_arithmetic
-// CHECK:         stablehlo.select {{.*}} : tensor<4xi1>, tensor<4xf32>
-// CHECK:         stablehlo.reduce({{.*}} applies stablehlo.maximum
+// CHECK:         stablehlo.select %arg0, {{.*}} : tensor<4xi1>, tensor<4xi32>
+// CHECK:         stablehlo.reduce({{.*}} applies stablehlo.maximum {{.*}} : (tensor<4xi32>, tensor<i32>) -> tensor<i32>
+// CHECK:         stablehlo.select %arg0, {{.*}} : tensor<4xi1>, tensor<4xf32>
 // FIRST-LABEL: func.func public @main
-// FIRST:         stablehlo.shift_right_arithmetic
-// FIRST:         stablehlo.select {{.*}} : tensor<4xi1>, tensor<4xf32>
-// FIRST:         stablehlo.reduce({{.*}} applies stablehlo.maximum
+// FIRST:         stablehlo.select %arg0, {{.*}} : tensor<4xi1>, tensor<4xi32>
+// FIRST:         stablehlo.reduce({{.*}} applies stablehlo.maximum {{.*}} : (tensor<4xi32>, tensor<i32>) -> tensor<i32>
+// FIRST:         stablehlo.select %arg0, {{.*}} : tensor<4xi1>, tensor<4xf32>
 func.func public @main(%arg0: tensor<4xi1>, %arg1: tensor<4xf32>, %arg2: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.select %arg0, %arg1, %arg2 : tensor<4xi1>, tensor<4xf32>
   return %0 : tensor<4xf32>
