@@ -34,6 +34,10 @@ F32 = Policy(data_dtype="float32", fp8_dots=False)
 KNOWN_DEFAULT = {
     "vae": "issue 22: jax.random.normal inside the step gives inf in f16 (a NaN in the outputs "
            "of the fourth step here)",
+    "encoder_decoder": "found by this suite (issue 22, not yet diagnosed): NaN from step 0 in "
+                       "f16 in the two families with padding-masked attention",
+    "sequence_tagger": "found by this suite (issue 22, not yet diagnosed): NaN from step 0 in "
+                       "f16 in the two families with padding-masked attention",
 }
 
 
