@@ -1,0 +1,325 @@
+"""Model families: train each family of ``testdata/model_families.py`` through compile_scaled.
+
+Why this script exists: the sample steps the rewrite was built on (MLPs, one GPT) are not
+what users train. This runs the families they do train (CNN and ResNet with BatchNorm, a VAE
+that samples inside the step, LSTM classifier and seq2seq, decoder-only and encoder-decoder
+transformers, a sequence tagger, a GPT with its layers under ``nn.scan``), each with its
+usual optimizer, through the documented loop::
+
+    step = compile_scaled(train_step, state, *batch, policy=policy)
+    state = step.scale_args(state, *batch)[0]
+    for batch in batches:
+        state, loss = step(state, *batch)   # the step's outputs fed back
+
+in three modes, against ``jax.jit(train_step)`` on the same batches:
+
+* ``f32``: ``Policy(data_dtype="float32", fp8_dots=False)``, which must match jax.jit to f32
+  rounding: after 5 steps every loss and every state leaf within rtol 1e-5 (parameters whose
+  gradient is rounding noise aside: ``model_families.noise_mask``);
+* ``f16``: ``Policy(data_dtype="float16", fp8_dots=False)``;
+* ``default``: ``Policy()`` (f16 data, FP8 dots, rescaling at gradients).
+
+Targets for every mode: the loss at the last step within 2% of jax.jit's; no NaN/Inf in any
+output at any step (eval-only state such as BatchNorm running statistics included); no
+parameter leaf whose data is all zero where jax.jit's is not.
+
+    python benchmarks/models.py                                  # every family and mode
+    python benchmarks/models.py --families cnn vae --modes f16 --steps 20
+
+Results: ``docs/results/models.json`` (runs of other families and modes kept when a subset
+is run with the same ``--steps``) and the "Model families" section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from common import RESULTS, ROOT, environment, format_table, markdown_table, publish
+
+from scalify_hlo import Policy, compile_scaled, unscale_tree
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.scaled_array import ScaledArray, is_scaled_leaf
+
+MODES = {
+    "f32": Policy(data_dtype="float32", fp8_dots=False),
+    "f16": Policy(data_dtype="float16", fp8_dots=False),
+    "default": Policy(),
+}
+EXACT_STEPS = 5
+EXACT_RTOL = 1e-5
+LOSS_TOLERANCE = 0.02
+OUT = RESULTS / "models.json"
+HEADING = "Model families"
+
+
+def load_families() -> ModuleType:
+    """``testdata/model_families.py`` by path (testdata/ is not a package)."""
+    path = ROOT / "testdata" / "model_families.py"
+    spec = importlib.util.spec_from_file_location("model_families", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["model_families"] = module  # flax struct dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@jax.jit
+def _all_finite(tree: Any) -> jax.Array:
+    """Whether every floating leaf of ``tree`` (ScaledArrays: data and scale) is finite."""
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)
+              if jnp.issubdtype(x.dtype, jnp.floating)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.bool_(True)
+
+
+def _loss(value: Any) -> float:
+    return float(value.unscale() if isinstance(value, ScaledArray) else value)
+
+
+def reference_run(family: Any, steps: int) -> dict[str, Any]:
+    """``jax.jit(train_step)`` for ``steps`` steps: losses, the state after ``EXACT_STEPS``
+    steps and at the end, seconds."""
+    step, state, batches = family
+    jitted, losses, early = jax.jit(step), [], state
+    start = time.perf_counter()
+    for index, batch in zip(range(steps), batches(), strict=False):
+        state, loss = jitted(state, *batch)
+        losses.append(_loss(loss))
+        if index + 1 == EXACT_STEPS:
+            early = state
+    return {"losses": losses, "early": early, "final": state,
+            "seconds": time.perf_counter() - start}
+
+
+def scaled_run(family: Any, policy: Policy, steps: int) -> dict[str, Any]:
+    """The documented loop for ``steps`` steps: losses, the first step whose outputs are not
+    all finite, the state after ``EXACT_STEPS`` steps and at the end (ScaledArrays), seconds
+    to the end of the first step and for the rest."""
+    step_fn, state, batches = family
+    iterator = batches()
+    first = next(iterator)
+    # On the device first: scale_args' outputs of an uncommitted state are uncommitted, the
+    # step's are committed, and jax.jit compiles the step again for them (training/modes.py).
+    state = jax.device_put(state, jax.devices()[0])
+    start = time.perf_counter()
+    step = compile_scaled(step_fn, state, *first, policy=policy)
+    state = step.scale_args(state, *first)[0]
+    losses: list[float] = []
+    nonfinite_step, early, compile_s = None, state, 0.0
+    batch = first
+    for index in range(steps):
+        state, loss = step(state, *batch)
+        losses.append(_loss(loss))
+        if nonfinite_step is None and not bool(_all_finite((state, loss))):
+            nonfinite_step = index
+        if index == 0:
+            compile_s = time.perf_counter() - start
+        if index + 1 == EXACT_STEPS:
+            early = state
+        batch = next(iterator)
+    return {"losses": losses, "nonfinite_step": nonfinite_step, "early": early,
+            "final": state, "compile_s": compile_s,
+            "run_s": time.perf_counter() - start - compile_s, "report": step.report()}
+
+
+def _data(tree: Any) -> Any:
+    """The data halves of a tree of ScaledArrays (other leaves as they are)."""
+    return jax.tree.map(lambda x: x.data if isinstance(x, ScaledArray) else x, tree,
+                        is_leaf=is_scaled_leaf)
+
+
+def evaluate(families: ModuleType, mode: str, reference: dict[str, Any],
+             run: dict[str, Any]) -> dict[str, Any]:
+    """The targets of one run against the reference's."""
+    steps = len(run["losses"])
+    loss, want = run["losses"][-1], reference["losses"][-1]
+    relative = abs(loss - want) / abs(want) if math.isfinite(loss) else math.inf
+    final = unscale_tree(run["final"])
+    nonfinite = families.nonfinite_leaves(final) + [
+        f"data{p}" for p in families.nonfinite_leaves(_data(run["final"]))]
+    zeroed = families.zeroed_leaves(_data(run["final"]).params, reference["final"].params)
+    finite = (run["nonfinite_step"] is None and not nonfinite
+              and all(math.isfinite(v) for v in run["losses"]))
+    result: dict[str, Any] = {
+        "steps": steps, "loss": loss, "reference_loss": want, "relative_diff": relative,
+        "losses": run["losses"], "reference_losses": reference["losses"],
+        "first_nonfinite_step": run["nonfinite_step"], "nonfinite_leaves": nonfinite[:10],
+        "zeroed_parameter_leaves": zeroed,
+        "zeroed_state_leaves": families.zeroed_leaves(_data(run["final"]),
+                                                      reference["final"]),
+        "targets": {"loss_within_2pct": relative <= LOSS_TOLERANCE, "finite": finite,
+                    "no_zeroed_leaves": not zeroed},
+        "compile_s": run["compile_s"], "run_s": run["run_s"],
+        "steps_per_s": (steps - 1) / run["run_s"] if run["run_s"] > 0 else None,
+        "fallbacks": len(run["report"].fallbacks),
+    }
+    if mode == "f32" and steps >= EXACT_STEPS:
+        mask = families.noise_mask(reference["early"])
+        got = families.without_noise(unscale_tree(run["early"]), mask)
+        diff, where = families.max_relative_diff(got, families.without_noise(
+            reference["early"], mask))
+        losses = np.asarray(run["losses"][:EXACT_STEPS])
+        want_losses = np.asarray(reference["losses"][:EXACT_STEPS])
+        loss_diff = float(np.max(np.abs(losses - want_losses) / np.abs(want_losses)))
+        result["exact"] = {"state_diff": diff, "worst_leaf": where, "loss_diff": loss_diff,
+                           "noise_leaves": sum(jax.tree.leaves(mask))}
+        result["targets"]["exact_at_5"] = diff <= EXACT_RTOL and loss_diff <= EXACT_RTOL
+    result["passed"] = all(result["targets"].values())
+    return result
+
+
+def run_family(families: ModuleType, name: str, modes: list[str],
+               steps: int) -> dict[str, dict[str, Any]]:
+    family = families.FAMILIES[name]()
+    print(f"{name}: jax.jit ...", file=sys.stderr, flush=True)
+    reference = reference_run(family, steps)
+    results: dict[str, dict[str, Any]] = {}
+    for mode in modes:
+        print(f"{name}: {mode} ...", file=sys.stderr, flush=True)
+        try:
+            run = scaled_run(family, MODES[mode], steps)
+        except ScalifyError as error:
+            results[mode] = {"steps": steps, "error": str(error), "passed": False, "targets": {}}
+            continue
+        results[mode] = evaluate(families, mode, reference, run)
+        results[mode]["reference_s"] = reference["seconds"]
+        print(f"  {row(name, mode, results[mode])}", file=sys.stderr, flush=True)
+    return results
+
+
+HEADERS = ["family", "mode", "loss", "jax.jit loss", "rel diff", "last 10 rel diff",
+           "exact @5", "NaN/Inf", "zeroed leaves", "loss 2%", "finite", "no zeroed", "pass",
+           "compile s", "steps/s"]
+TAIL = 10  # the mean of the last losses: a figure less noisy than one batch's loss
+
+
+def _mark(ok: bool | None) -> str:
+    return "-" if ok is None else ("yes" if ok else "NO")
+
+
+def _relative(value: float, reference: float) -> str:
+    return f"{(value - reference) / abs(reference):+.2%}" if math.isfinite(value) else "nan"
+
+
+def row(name: str, mode: str, r: dict[str, Any]) -> list[str]:
+    if "error" in r:
+        return [name, mode, "error", *[""] * 9, "NO", "", r["error"][:60]]
+    targets = r["targets"]
+    exact = r.get("exact")
+    nonfinite = ("none" if targets["finite"] else
+                 f"step {r['first_nonfinite_step']}" if r["first_nonfinite_step"] is not None
+                 else "loss")
+    return [name, mode, f"{r['loss']:.4f}", f"{r['reference_loss']:.4f}",
+            _relative(r["loss"], r["reference_loss"]),
+            _relative(float(np.mean(r["losses"][-TAIL:])),
+                      float(np.mean(r["reference_losses"][-TAIL:]))),
+            f"{exact['state_diff']:.1e}" if exact else "-", nonfinite,
+            str(len(r["zeroed_parameter_leaves"])), _mark(targets["loss_within_2pct"]),
+            _mark(targets["finite"]), _mark(targets["no_zeroed_leaves"]),
+            "pass" if r["passed"] else "FAIL", f"{r['compile_s']:.1f}",
+            f"{r['steps_per_s']:.1f}" if r["steps_per_s"] else "-"]
+
+
+def table_rows(runs: dict[str, dict[str, Any]], order: list[str]) -> list[list[str]]:
+    return [row(name, mode, runs[name][mode]) for name in order if name in runs
+            for mode in MODES if mode in runs[name]]
+
+
+def load_results(steps: int) -> dict[str, Any]:
+    """The JSON of earlier runs with the same number of steps (a fresh one otherwise)."""
+    if OUT.exists():
+        payload = json.loads(OUT.read_text())
+        if payload.get("steps") == steps:
+            return payload
+    return {"steps": steps, "runs": {}}
+
+
+def doc_section(result: dict[str, Any]) -> str:
+    runs, order = result["runs"], result["families"]
+    rows = table_rows(runs, order)
+    passed = {mode: [n for n in order if n in runs and runs[n].get(mode, {}).get("passed")]
+              for mode in MODES}
+    failures = []
+    for name in order:
+        for mode, r in runs.get(name, {}).items():
+            if not r.get("passed"):
+                missed = [t for t, ok in r.get("targets", {}).items() if not ok]
+                detail = r.get("error") or ", ".join(missed)
+                zeroed = r.get("zeroed_parameter_leaves") or []
+                if zeroed:
+                    more = " ..." if len(zeroed) > 3 else ""
+                    detail += f" (zeroed: {', '.join(zeroed[:3])}{more})"
+                failures.append(f"  * {name} {mode}: {detail}")
+    return "\n".join([
+        f"`python benchmarks/models.py` (`--families`, `--modes`, `--steps`). Each family of "
+        "`testdata/model_families.py` (Flax linen + optax, small sizes) trained "
+        f"{result['steps']} steps through the documented loop (`compile_scaled`, "
+        "`scale_args`, the step's outputs fed back; the initial state `device_put` first, "
+        "else the second call compiles the step again) on the same batches as "
+        "`jax.jit(train_step)`. Modes: *f32* `Policy(data_dtype=\"float32\", "
+        "fp8_dots=False)`, *f16* `Policy(data_dtype=\"float16\", fp8_dots=False)`, "
+        "*default* `Policy()` (f16 data, FP8 dots, rescale at gradients). *loss*: the loss of "
+        f"the last step, scaled run and jax.jit, *rel diff* between them (the target), *last "
+        f"{TAIL} rel diff* the same of the mean of the last {TAIL} losses (for reference: one "
+        f"batch's loss is noisy); *exact @5*: f32 mode, the largest relative "
+        f"difference of a state leaf from jax.jit's after {EXACT_STEPS} steps (target "
+        f"{EXACT_RTOL:g}, losses too; parameters whose gradient is rounding noise aside, see "
+        "`noise_mask`); *NaN/Inf*: the first step with a NaN or Inf in any output (the "
+        "state's data and scales, BatchNorm statistics included, and the loss); *zeroed "
+        "leaves*: parameter leaves whose data is all zero where jax.jit's is not. Targets: "
+        f"loss within {LOSS_TOLERANCE:.0%}, finite, no zeroed leaves (and exact for f32). "
+        "*compile s*: compile_scaled, scale_args and the first step; steps/s on this "
+        "machine's shared 2-core CPU.",
+        "", markdown_table(HEADERS, rows), "",
+        *[f"* {mode}: {len(names)} of {len([n for n in order if mode in runs.get(n, {})])} "
+          f"families pass every target ({', '.join(names) or 'none'})."
+          for mode, names in passed.items()],
+        *(["* Failures:", *failures] if failures else []),
+        "",
+        f"Wall time of the run: {result.get('wall_s', 0):.0f} s "
+        f"(families: {', '.join(result.get('last_run', []))}).",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    families = load_families()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--families", nargs="+", choices=list(families.FAMILIES),
+                        default=list(families.FAMILIES))
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--no-doc", action="store_true", help="do not update the docs")
+    parser.add_argument("--doc-only", action="store_true",
+                        help="only rewrite the docs section from the JSON")
+    args = parser.parse_args(argv)
+    if args.steps < 1:
+        parser.error("--steps must be at least 1")
+    if args.doc_only:
+        payload = json.loads(args.out.read_text())
+        publish(args.out, payload, HEADING, doc_section)
+        return 0
+    start = time.perf_counter()
+    payload = load_results(args.steps)
+    for name in args.families:
+        runs = run_family(families, name, args.modes, args.steps)
+        payload["runs"].setdefault(name, {}).update(runs)
+    payload.update(environment=environment(), families=list(families.FAMILIES),
+                   wall_s=time.perf_counter() - start, last_run=args.families)
+    print(format_table(HEADERS, table_rows(payload["runs"], list(families.FAMILIES))))
+    publish(args.out, payload, HEADING, doc_section, doc=not args.no_doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
