@@ -373,9 +373,11 @@ class Emitter:
         return self.op("stablehlo.clamp", [self.int_scalar(low), exp, self.int_scalar(high)],
                        [self.types.scalar_i32]).result  # exponents are rank-0 i32
 
-    def times_factor(self, x: ir.Value, factor: ir.Value) -> ir.Value:
+    def times_factor(self, x: ir.Value, factor: ir.Value,
+                     saturate_at: float | None = None) -> ir.Value:
         """``x * factor`` for a rank-0 f32 ``factor``, computed in f32 (a factor 2^-30 is 0 in
-        f16) and rounded once to x's element type."""
+        f16) and rounded once to x's element type; with ``saturate_at`` (the element type's
+        largest finite value) a product beyond it is clamped to it instead of becoming inf."""
         t = x.type  # read once: each read builds a new type object
         element, f32 = self.types.element(t), self.types.f32
         if element == f32:
@@ -385,7 +387,12 @@ class Emitter:
             wide = self.unary("stablehlo.convert", x, wide_type)
         wide = self.binary("stablehlo.multiply", wide, self.broadcast_scalar(factor, wide_type),
                            wide_type)
-        return wide if element == f32 else self.unary("stablehlo.convert", wide, t)
+        if element == f32:
+            return wide
+        if saturate_at is not None:
+            low, high = self.scalar_f32(-saturate_at), self.scalar_f32(saturate_at)
+            wide = self.op("stablehlo.clamp", [low, wide, high], [wide_type]).result
+        return self.unary("stablehlo.convert", wide, t)
 
     def pow2_round(self, x: ir.Value) -> ir.Value:
         """``x`` rounded to the nearest power of two (exact powers of two stay as they are):

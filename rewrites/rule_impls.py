@@ -477,9 +477,10 @@ def _bind_at(scope: Scope, op: ir.Operation, floats: list[Scaled], datas: list[i
 def rule_select(scope: Scope, op: ir.Operation) -> None:
     """select: no arithmetic between the branches. One runtime scale: a constant branch (a
     mask's -1e9) takes the runtime branch's scale; in f16 a far-out sentinel saturates to
-    +-inf, which keeps its sign and order, instead of pushing the data below the format's
-    range, and a constant inside the format's range (1.0) follows only down to where it
-    still fits (``Scope._constant_floor``). Branches far apart: see ``_choose``."""
+    the format's largest finite value (``Scope.rescale_constant``), which keeps its sign and
+    order, instead of pushing the data below the format's range, and a constant inside the
+    format's range (1.0) follows only down to where it still fits
+    (``Scope._constant_floor``). Branches far apart: see ``_choose``."""
     _choose(scope, op)
 
 

@@ -552,9 +552,10 @@ class Scope:
         down to: a constant's data is below 2 at its own scale (``rule_constant``), so below
         2^(max_exp - 1) times it, it is still in the data type's range. Without it, the 1.0
         of ``where(norm(b) > 0, norm(b) / norm(g), 1.0)`` follows the ratio of a zero
-        tensor's norms (scale 2^-126 in f16) and saturates to inf. Sentinels beyond the data
-        type's range at scale 1 (a mask's -1e9) have no floor: they saturate to +-inf, which
-        keeps their sign and order, instead of pushing the runtime data below the range."""
+        tensor's norms (scale 2^-126 in f16) and saturates. Sentinels beyond the data type's
+        range at scale 1 (a mask's -1e9) have no floor: they saturate to the largest finite
+        value (``rescale_constant``), which keeps their sign and order, instead of pushing
+        the runtime data below the range."""
         max_exp = self.max_exponent()
         floors = [v.scale.exp - (max_exp - 1) for v in constants if v.scale.exp < max_exp]
         return max(floors) if floors else None
@@ -567,7 +568,23 @@ class Scope:
             return [value.data], (ONE if value.any_scale else scale if scale.recipe is None
                                   else Scale(scale.exp, scale.factors))
         scale = self.common_scale(values, constants_follow, merge)
-        return [self.rescale_data(v, scale) for v in values], scale
+        if not constants_follow:
+            return [self.rescale_data(v, scale) for v in values], scale
+        return [self.rescale_constant(v, scale) if v.scale.is_static and not v.any_scale
+                else self.rescale_data(v, scale) for v in values], scale
+
+    def rescale_constant(self, value: Scaled, target: Scale) -> ir.Value:
+        """A constant operand that follows a runtime scale (``constants_follow``), saturated
+        to the data type's largest finite value where it passes the range: a mask's sentinel
+        (Flax's ``finfo(f32).min``, -1e9) stays below every unmasked value, as it is in the
+        original, but finite, so that a row with every key masked is ``-M - (-M) = 0`` in a
+        softmax, where -inf gave ``-inf - (-inf) = NaN`` (attention with a padding mask,
+        f16 and bf16 data)."""
+        ratio = value.scale.over(target)
+        largest = LARGEST_FINITE.get(dtype_name(self.current_data_dtype()))
+        if ratio.is_static or largest is None or largest >= LARGEST_FINITE["f32"]:
+            return self.rescale_data(value, target)
+        return self.emit.times_factor(value.data, self.factor(ratio), saturate_at=largest)
 
     # ----- crossing between the scaled and the original representation --------------
     def unscaled(self, old: ir.Value) -> ir.Value:

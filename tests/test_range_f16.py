@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+import pytest
 from step_helpers import assert_close_per_tensor
 
+from scalify_hlo import Policy, compile_scaled
 from scalify_hlo.api import rewrite_text
 from scalify_hlo.runner import run_module
 from scalify_hlo.signature import (
@@ -254,3 +258,23 @@ def test_a_sum_of_many_same_sign_values_accumulates_in_f32() -> None:
         got = np.asarray(unscale_tree(step(x)), np.float64)
         want = np.asarray(jax.jit(fn)(x), np.float64)
         np.testing.assert_allclose(got, want, rtol=2e-3, err_msg=name)
+
+
+@pytest.mark.parametrize("data_dtype", ["float16", "bfloat16"])
+def test_a_fully_masked_softmax_row_stays_finite(data_dtype: str) -> None:
+    """Attention with a padding mask (Flax masks with ``finfo(f32).min``): a padded query row
+    has every key masked. The mask constant follows the scores' scale and passes the data
+    type's range; saturated to -inf, the row's softmax was -inf - (-inf) = NaN (an
+    encoder-decoder transformer and a tagger were NaN from step 0 in f16)."""
+    def attention(q: jax.Array, k: jax.Array, mask: jax.Array) -> jax.Array:
+        scores = jnp.where(mask, q @ k.T, jnp.finfo(jnp.float32).min)
+        return jax.nn.softmax(scores, axis=-1)
+
+    q = jax.random.normal(jax.random.key(0), (4, 8))
+    k = jax.random.normal(jax.random.key(1), (5, 8))
+    mask = jnp.array([[1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]], bool)
+    step = compile_scaled(attention, q, k, mask, return_scaled=False,
+                          policy=Policy(data_dtype=data_dtype, fp8_dots=False))
+    got = np.asarray(step(q, k, mask))
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, np.asarray(jax.jit(attention)(q, k, mask)), atol=1e-2)

@@ -9,7 +9,7 @@
 // A loop-invariant carry keeps the operand's scale. JAX passes the -1e9 of a
 // causal mask into the scan's loop as an operand that the body returns as it
 // came. As a constant (static exponent 29) it follows the select's other
-// operand down to its runtime scale and saturates to -inf in f16; carried as a
+// operand down to its runtime scale and saturates to -65504 in f16; carried as a
 // runtime exponent it set max(e, 29) as the common scale and flushed the
 // logits to 0. Inside the body the constant is rescaled by 2^(29 - e) and no
 // maximum is taken.
