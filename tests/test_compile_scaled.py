@@ -467,7 +467,7 @@ def test_report_records_say_how_each_op_is_scaled(transformer_fp8: ScaledStep) -
     assert sum(row["kinds"].get("fp8", 0) for row in data["families"]) == len(fp8)
     assert data["pipeline"] == transformer_fp8.pipeline
     heads = [line.split(": ")[0] for line in str(report).splitlines()[:4]]
-    assert heads == ["ops", "fp8 dots", "fallbacks (ops run unscaled)", "rescale points"]
+    assert heads == [OPS_COUNTED, "fp8 dots", "fallbacks (ops run unscaled)", "rescale points"]
     with pytest.raises(ScalifyError, match="unknown table format 'yaml'"):
         report.table("yaml")
 
