@@ -5,6 +5,7 @@ exporting or rewriting again, and every bad file is one ``ScalifyError`` line.""
 from __future__ import annotations
 
 import json
+import sys
 import zipfile
 from collections import namedtuple
 from pathlib import Path
@@ -20,34 +21,19 @@ from scalify_hlo import Policy, ScaledArray, ScaledStep, compile_scaled, load_sc
 from scalify_hlo import compile as compile_module
 from scalify_hlo.errors import ScalifyError
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testdata"))
+import models  # noqa: E402
+
 STEPS = 3
 
 
-def init(key: jax.Array, sizes: tuple[int, ...] = (8, 16, 4)) -> list[dict[str, jax.Array]]:
-    keys = jax.random.split(key, len(sizes) - 1)
-    return [{"w": jax.random.normal(k, (m, n)) / jnp.sqrt(m), "b": jnp.zeros(n)}
-            for k, m, n in zip(keys, sizes[:-1], sizes[1:], strict=True)]
-
-
-def loss_fn(params: Any, x: jax.Array, y: jax.Array) -> jax.Array:
-    h = x
-    for i, layer in enumerate(params):
-        h = h @ layer["w"] + layer["b"]
-        if i < len(params) - 1:
-            h = jax.nn.relu(h)
-    return -jnp.mean(jnp.sum(y * jax.nn.log_softmax(h), axis=-1))
-
-
-def train_step(params: Any, x: jax.Array, y: jax.Array) -> tuple[Any, jax.Array]:
-    loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-    return jax.tree.map(lambda p, g: p - 0.5 * g, params, grads), loss
+# The sample MLP step (SGD) of testdata/models.py, small: the saved file is what is tested.
+train_step, _example = models.mlp_step(batch=8, sizes=(8, 16, 4))
 
 
 @pytest.fixture(scope="module")
 def problem() -> tuple[Any, jax.Array, jax.Array]:
-    key_params, key_x = jax.random.split(jax.random.key(0))
-    x = jax.random.normal(key_x, (8, 8))
-    return init(key_params), x, jax.nn.one_hot(jnp.arange(8) % 4, 4)
+    return _example
 
 
 @pytest.fixture(scope="module")
