@@ -376,14 +376,6 @@ class OutputDiff:
     snr_db: float
     nonfinite_mismatch: int
 
-    def failure(self, rtol: float) -> str | None:
-        """Why this output is out of tolerance, or None."""
-        if self.nonfinite_mismatch:
-            return f"NaN/Inf differ at {self.nonfinite_mismatch} positions"
-        if not self.max_rel <= rtol:  # NaN fails too
-            return f"max rel error {self.max_rel:.3g} > rtol {rtol:g}"
-        return None
-
 
 def compare_arrays(reference: np.ndarray, other: np.ndarray) -> OutputDiff:
     a = np.asarray(reference).astype(np.float64)
