@@ -26,6 +26,8 @@ from scalify_hlo import __version__
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.policy import Policy
+from scalify_hlo.targets.table import TARGETS
 
 
 def print_stats(results: list[ChunkResult]) -> None:
@@ -64,8 +66,13 @@ def cli() -> None:
 @cli.command()
 @click.argument("input_path", metavar="IN")
 @click.option("-o", "--output", default="-", show_default=True, help="Output file, - for stdout.")
-@click.option("--pipeline", default=DEFAULT_PIPELINE, show_default=True,
-              help="Passes to run, e.g. 'inline,scalify{data-dtype=f32},simplify'.")
+@click.option("--pipeline", default=None,
+              help="Passes to run, e.g. 'inline,scalify{data-dtype=f32},simplify' "
+              f"(default: {DEFAULT_PIPELINE}).")
+@click.option("--target", default=None, metavar="CHIP",
+              help="Rewrite for a chip: its data type and FP8 dots only where it has FP8 "
+              f"throughput ({', '.join(TARGETS)}; see 'scalify-hlo targets'). Instead of "
+              "--pipeline.")
 @click.option("--split-input-file", is_flag=True,
               help="Rewrite each '// -----' separated chunk of IN as its own module.")
 @click.option("--print-ir-after-all", is_flag=True, help="Print the module to stderr after "
@@ -76,10 +83,15 @@ def cli() -> None:
 @click.option("--stats", is_flag=True, help="Print op counts before and after, and pass "
               "statistics, to stderr.")
 @click.option("--debug-info", is_flag=True, help="Keep op locations in text output.")
-def rewrite(input_path: str, output: str, pipeline: str, split_input_file: bool,
-            print_ir_after_all: bool, emit: str, stats: bool, debug_info: bool) -> None:
+def rewrite(input_path: str, output: str, pipeline: str | None, target: str | None,
+            split_input_file: bool, print_ir_after_all: bool, emit: str, stats: bool,
+            debug_info: bool) -> None:
     """Rewrite the module IN (MLIR text, bytecode or portable artifact; - for stdin)."""
-    invocations = parse_pipeline(pipeline)
+    if pipeline is not None and target is not None:
+        raise UserError("give --pipeline or --target, not both")
+    if target is not None:
+        pipeline = Policy.for_target(target).pipeline()
+    invocations = parse_pipeline(DEFAULT_PIPELINE if pipeline is None else pipeline)
     data = read_input(input_path)
     filename = "<stdin>" if input_path == "-" else input_path
     fmt = hlo_ir.EmitFormat(emit)
@@ -125,6 +137,14 @@ def passes() -> None:
         click.echo(f"{name}: {info.description}")
         for option in info.options:
             click.echo(f"    {option.describe()}")
+
+
+@cli.command()
+def targets() -> None:
+    """List the chips --target knows: data type, FP8 dots, and why."""
+    for info in TARGETS.values():
+        dots = "FP8 dots" if info.fp8_dots else "no FP8"
+        click.echo(f"{info.name}: {info.platform}, {info.data_dtype} data, {dots}: {info.reason}")
 
 
 for _command in [*COMMANDS, *EXPLAIN_COMMANDS, *DEMO_COMMANDS]:

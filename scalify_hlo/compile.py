@@ -682,8 +682,10 @@ def _replicated_like(sharding: Any) -> Any:
 
 def compile_scaled(fn: Callable[..., Any], *args: Any, policy: Policy | None = None,
                    pipeline: str | None = None, return_scaled: bool = True,
-                   check_scales: bool = False) -> ScaledStep:
-    """Export ``fn`` at ``args``, rewrite it with ``policy`` (or an explicit ``pipeline``) and
+                   check_scales: bool = False, target: str | None = None) -> ScaledStep:
+    """Export ``fn`` at ``args``, rewrite it with ``policy`` (or an explicit ``pipeline``; or
+    ``Policy.for_target(target)``; without any of them, the policy of jax's default backend
+    and device: f16 data and FP8 dots on CPU and FP8 GPUs, bf16 data on TPUs) and
     return a step that takes the same pytrees (floating leaves as arrays or ``ScaledArray``s)
     and returns ``ScaledArray``s for floating outputs (plain arrays if not ``return_scaled``).
 
@@ -693,5 +695,9 @@ def compile_scaled(fn: Callable[..., Any], *args: Any, policy: Policy | None = N
     Inside the caller's ``jax.jit`` a traced scale is taken as a power of two unless
     ``check_scales`` (then it is split, a multiply of its data per call).
     """
-    chosen = pipeline if pipeline is not None else (policy or Policy()).pipeline()
+    if target is not None and (policy is not None or pipeline is not None):
+        raise ScalifyError("compile_scaled takes a target or a policy/pipeline, not both "
+                           "(Policy.for_target(target, ...) combines them)")
+    chosen = pipeline if pipeline is not None else (
+        policy or Policy.for_target(target)).pipeline()
     return ScaledStep(fn, args, chosen, return_scaled, check_scales)

@@ -6,8 +6,10 @@ recipe that ``scalify-hlo rewrite`` runs without ``--pipeline``.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 from scalify_hlo.errors import ScalifyError
 
@@ -81,6 +83,22 @@ class Policy:
                                f"(use auto, float32, bfloat16 or float16)")
         if self.min_dot_size < 0:
             raise ScalifyError("min_dot_size must be >= 0")
+
+    @classmethod
+    def for_target(cls, name: str | None = None, **overrides: Any) -> Policy:
+        """The policy for a chip (``scalify_hlo.targets.table.TARGETS``: ``v6e``, ``tpu7x``,
+        ``h100``, ...; None: jax's default backend and device): the data type the chip
+        computes in and FP8 dots only where it multiplies FP8 faster. ``overrides`` set any
+        other field (``Policy.for_target("h100", min_dot_size=2**20)``)."""
+        from scalify_hlo.targets.table import default_target, target
+
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ScalifyError(f"unknown policy field '{unknown[0]}' (use {', '.join(known)})")
+        chosen = default_target() if name is None else target(name)
+        fields = {"data_dtype": chosen.data_dtype, "fp8_dots": chosen.fp8_dots}
+        return cls(**(fields | overrides))
 
     def pipeline(self) -> str:
         passes = ["inline"]

@@ -1,0 +1,104 @@
+"""Which data type and dots each chip gets: the target table behind ``Policy.for_target``.
+
+A target is a chip family. Its data type is the 16-bit type the chip computes in (bf16 on
+TPUs, where f16 is not an arithmetic type and f16 data costs a convert at every op; f16 on
+GPUs, whose 5-bit exponent the scales make room for and whose extra mantissa bits are free),
+and FP8 dots are on only where the chip multiplies FP8 faster than 16-bit: elsewhere they
+cost the casts and clamps and gain nothing. The sources of each fact are in
+docs/how-it-works.md ("Targets").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scalify_hlo.errors import ScalifyError
+
+
+@dataclass(frozen=True)
+class Target:
+    """One chip family: what the rewrite gives it and why (``reason``, one line)."""
+
+    name: str
+    platform: str  # the jax backend that runs it: tpu, gpu or cpu
+    data_dtype: str
+    fp8_dots: bool
+    reason: str
+
+
+TARGETS: dict[str, Target] = {t.name: t for t in (
+    Target("v4", "tpu", "bfloat16", False, "TPU v4: bf16 MXU, no FP8 arithmetic"),
+    Target("v5e", "tpu", "bfloat16", False,
+           "TPU v5e: bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a bf16 one"),
+    Target("v5p", "tpu", "bfloat16", False,
+           "TPU v5p: bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a bf16 one"),
+    Target("v6e", "tpu", "bfloat16", False,
+           "TPU v6e (Trillium): bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a "
+           "bf16 one"),
+    Target("tpu7x", "tpu", "bfloat16", True,
+           "TPU7x (Ironwood): FP8 MXU at twice the bf16 rate"),
+    Target("tpu", "tpu", "bfloat16", False, "a TPU this table does not know: bf16, no FP8"),
+    Target("ada", "gpu", "float16", True,
+           "NVIDIA Ada (sm_89: L4, L40, RTX 40xx): FP8 tensor cores; XLA emits cuBLASLt FP8 "
+           "GEMMs from compute capability 8.9"),
+    Target("h100", "gpu", "float16", True, "NVIDIA H100 (sm_90): FP8 tensor cores"),
+    Target("h200", "gpu", "float16", True, "NVIDIA H200 (sm_90): FP8 tensor cores"),
+    Target("blackwell", "gpu", "float16", True,
+           "NVIDIA Blackwell (sm_100, sm_120: B200, GB200, RTX 50xx): FP8 tensor cores"),
+    Target("ampere", "gpu", "float16", False,
+           "NVIDIA Ampere (sm_80, sm_86: A100, A10, RTX 30xx): no FP8 tensor cores; XLA runs "
+           "FP8 dots as f16/bf16 dots"),
+    Target("gpu", "gpu", "float16", False,
+           "a GPU without FP8 tensor cores (compute capability below 8.9), or not NVIDIA"),
+    Target("cpu", "cpu", "float16", True,
+           "XLA:CPU: emulates FP8 (f32 dots), so FP8 dots here preview an FP8 chip's numerics; "
+           "the default policy, unchanged"),
+)}
+
+# jax device_kind of each TPU (what a TPU VM's jax.devices()[0].device_kind says).
+_TPU_KINDS = {"TPU v4": "v4", "TPU v5 lite": "v5e", "TPU v5e": "v5e", "TPU v5": "v5p",
+              "TPU v5p": "v5p", "TPU v6 lite": "v6e", "TPU v6e": "v6e", "TPU7x": "tpu7x"}
+# NVIDIA compute capability (major, minor) from which each GPU target applies, newest first.
+_GPU_CAPABILITIES = ((10, 0, "blackwell"), (9, 0, "h100"), (8, 9, "ada"))
+
+
+def target(name: str) -> Target:
+    """The target called ``name`` (case-insensitive; a TPU topology such as ``v5e:2x4``
+    names its chip); a one-line error naming the known ones otherwise."""
+    chip = name.strip().lower().partition(":")[0]
+    if chip not in TARGETS:
+        raise ScalifyError(f"unknown target '{name}' (use {', '.join(TARGETS)})")
+    return TARGETS[chip]
+
+
+def tpu_target(device_kind: str) -> Target:
+    """The target of a TPU by its jax ``device_kind``."""
+    return TARGETS[_TPU_KINDS.get(device_kind.strip(), "tpu")]
+
+
+def gpu_target(device_kind: str, compute_capability: str | None) -> Target:
+    """The target of a GPU by its device kind (H200 apart) and NVIDIA compute capability
+    (``"9.0"``); a GPU without one (ROCm) gets the generic GPU target."""
+    if "H200" in device_kind.upper():
+        return TARGETS["h200"]
+    try:
+        major, minor = (int(p) for p in str(compute_capability).split(".")[:2])
+    except ValueError:
+        return TARGETS["gpu"]
+    for need_major, need_minor, name in _GPU_CAPABILITIES:
+        if (major, minor) >= (need_major, need_minor):
+            return TARGETS[name]
+    return TARGETS["ampere"] if (major, minor) >= (8, 0) else TARGETS["gpu"]
+
+
+def default_target() -> Target:
+    """The target of jax's default backend and its first device."""
+    import jax
+
+    backend = jax.default_backend()
+    if backend == "tpu":
+        return tpu_target(jax.devices()[0].device_kind)
+    if backend in ("gpu", "cuda", "rocm"):
+        device = jax.devices()[0]
+        return gpu_target(device.device_kind, getattr(device, "compute_capability", None))
+    return TARGETS["cpu"]

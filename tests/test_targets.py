@@ -1,0 +1,193 @@
+"""Targets: the chip table behind Policy.for_target / compile_scaled(target=) / --target, and
+(with the tpu-aot extra, libtpu) compiling rewritten steps for a TPU topology on this CPU."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from scalify_hlo import Policy, compile_scaled
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.targets import table
+from scalify_hlo.targets.tpu import count_collectives, estimated_cycles, libtpu_available
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testdata"))
+import models  # noqa: E402
+
+needs_libtpu = pytest.mark.skipif(not libtpu_available(),
+                                  reason="needs the tpu-aot extra (libtpu)")
+
+# Per target: (data dtype, FP8 dots). The facts and their sources: docs/how-it-works.md.
+EXPECTED = {
+    "v5e": ("bfloat16", False), "v5p": ("bfloat16", False), "v6e": ("bfloat16", False),
+    "tpu7x": ("bfloat16", True), "h100": ("float16", True), "h200": ("float16", True),
+    "blackwell": ("float16", True), "ada": ("float16", True), "ampere": ("float16", False),
+    "cpu": ("float16", True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_policy_for_target_picks_the_chips_data_type_and_dots(name: str) -> None:
+    policy = Policy.for_target(name)
+    assert (policy.data_dtype, policy.fp8_dots) == EXPECTED[name]
+
+
+def test_bf16_targets_do_not_rescale_like_f16() -> None:
+    # Rescale points are for f16's 5-bit exponent; bf16 data keeps f32's range.
+    assert Policy.for_target("v6e").rescale_at == ()
+    assert "rescale" not in Policy.for_target("tpu7x").pipeline()
+    assert "fp8-dots" in Policy.for_target("tpu7x").pipeline()
+    assert "fp8-dots" not in Policy.for_target("v5e").pipeline()
+
+
+def test_topology_names_and_case_name_their_chip() -> None:
+    assert table.target("v5e:2x4").name == "v5e"
+    assert table.target("TPU7x").name == "tpu7x"
+
+
+def test_overrides_and_bad_names_are_one_line_errors() -> None:
+    assert Policy.for_target("h100", min_dot_size=64).min_dot_size == 64
+    with pytest.raises(ScalifyError, match="unknown target 'v9z'"):
+        Policy.for_target("v9z")
+    with pytest.raises(ScalifyError, match="unknown policy field 'data_type'"):
+        Policy.for_target("v6e", data_type="float16")
+
+
+@pytest.mark.parametrize(("capability", "kind", "name"), [
+    ("8.9", "NVIDIA L4", "ada"), ("9.0", "NVIDIA H100 80GB HBM3", "h100"),
+    ("9.0", "NVIDIA H200", "h200"), ("10.0", "NVIDIA B200", "blackwell"),
+    ("12.0", "NVIDIA GeForce RTX 5090", "blackwell"), ("8.0", "NVIDIA A100-SXM4-80GB", "ampere"),
+    ("7.0", "Tesla V100", "gpu"), (None, "AMD Instinct MI300X", "gpu"),
+])
+def test_gpu_target_follows_the_compute_capability(capability: str | None, kind: str,
+                                                   name: str) -> None:
+    assert table.gpu_target(kind, capability).name == name
+
+
+@pytest.mark.parametrize(("kind", "name"), [
+    ("TPU v5 lite", "v5e"), ("TPU v5", "v5p"), ("TPU v6 lite", "v6e"), ("TPU7x", "tpu7x"),
+    ("TPU v9", "tpu")])
+def test_tpu_target_follows_the_device_kind(kind: str, name: str) -> None:
+    assert table.tpu_target(kind).name == name
+
+
+def test_default_target_is_the_backends_and_keeps_the_default_policy_on_cpu() -> None:
+    assert jax.default_backend() == "cpu"
+    assert table.default_target().name == "cpu"
+    assert Policy.for_target() == Policy()
+
+
+def test_compile_scaled_with_a_target_rewrites_for_its_data_type() -> None:
+    fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
+    step = compile_scaled(fn, *args, target="v6e")
+    assert "xbf16>" in step.text and "xf16>" not in step.text and "f8E" not in step.text
+    params, loss = step(*args)
+    assert jnp.isfinite(loss.unscale())
+    with pytest.raises(ScalifyError, match="not both"):
+        compile_scaled(fn, *args, target="v6e", policy=Policy())
+
+
+DOT = """func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) -> tensor<4x4xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0]
+      : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+"""
+
+
+def _cli(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "scalify_hlo.cli", *args], input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_rewrite_target() -> None:
+    tpu7x = _cli("rewrite", "--target", "tpu7x", "-", stdin=DOT)
+    assert tpu7x.returncode == 0, tpu7x.stderr
+    assert "bf16" in tpu7x.stdout and "f8E4M3FN" in tpu7x.stdout
+    bad = _cli("rewrite", "--target", "v9z", "-", stdin=DOT)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("error: unknown target 'v9z'"), bad.stderr
+
+
+TRIPS = 'backend_config={"known_trip_count":{"n":"4"}}'
+# A while loop of 4 trips around a fusion of 10 cycles, a fusion of 7 outside, an all-reduce
+# of a scalar and one of a vector (the optimized HLO's text, as XLA:TPU prints it).
+HLO = """HloModule m
+
+%fused (p: f32[]) -> f32[] {
+  %p = f32[] parameter(0)
+  ROOT %n = f32[] negate(%p), backend_config={"estimated_cycles":"999"}
+}
+
+%body (t: (s32[], f32[])) -> (s32[], f32[]) {
+  %t = (s32[], f32[]) parameter(0)
+  %f = f32[] fusion(%t), kind=kLoop, calls=%fused, backend_config={"estimated_cycles":"10"}
+  ROOT %r = (s32[], f32[]) tuple(%t, %f)
+}
+
+%cond (t: (s32[], f32[])) -> pred[] {
+  %t = (s32[], f32[]) parameter(0)
+  ROOT %c = pred[] fusion(%t), kind=kLoop, calls=%fused, backend_config={"estimated_cycles":"1"}
+}
+
+ENTRY %main (a: f32[8]) -> f32[8] {
+  %a = f32[8] parameter(0)
+  %w = (s32[], f32[]) while(%a), condition=%cond, body=%body, """ + TRIPS + """
+  %s = f32[]{:T(128)} all-reduce-start(%a), to_apply=%fused
+  %d = f32[]{:T(128)} all-reduce-done(%s)
+  %v = f32[8]{0} all-reduce(%a), to_apply=%fused
+  ROOT %x = f32[8] fusion(%a), kind=kLoop, calls=%fused, backend_config={"estimated_cycles":"7"}
+}
+"""
+
+
+def test_estimated_cycles_weight_loop_bodies_by_their_trip_count() -> None:
+    # body 4 x 10, condition 5 x 1, entry 7; the fused computation's own 999 is not a kernel.
+    assert estimated_cycles(HLO) == (52, 0)
+    unknown = HLO.replace(", " + TRIPS, "")
+    assert estimated_cycles(unknown) == (18, 1)
+
+
+def test_collectives_count_async_pairs_once_and_scalars_apart() -> None:
+    assert count_collectives(HLO) == {"all-reduce": 2, "all-reduce (scalar)": 1}
+
+
+@needs_libtpu
+def test_rewritten_mlp_step_compiles_for_v6e_2x2() -> None:
+    from scalify_hlo.targets import tpu
+
+    fn, args = models.mlp_step(batch=8, sizes=(32, 64, 10))
+    policy = Policy.for_target("v6e:2x2")
+    assert (policy.data_dtype, policy.fp8_dots) == ("bfloat16", False)
+    step = compile_scaled(fn, *args, policy=policy)
+    result = tpu.compile_module(step.text, "v6e:2x2")
+    assert result.device_kind == "TPU v6 lite"
+    assert result.estimated_cycles > 0 and result.fusions > 0
+    assert result.argument_bytes > 0
+
+
+@needs_libtpu
+def test_data_parallel_step_compiles_for_a_v6e_2x2_mesh_with_one_gradient_all_reduce() -> None:
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from scalify_hlo.api import rewrite_text
+    from scalify_hlo.targets import tpu
+
+    fn, args = models.mlp_step(batch=8, sizes=(32, 64, 10))
+    mesh = tpu.mesh("v6e:2x2")
+    batch, whole = NamedSharding(mesh, PartitionSpec("data")), NamedSharding(mesh,
+                                                                            PartitionSpec())
+    params, x, y = args
+    specs = (jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, p.dtype, sharding=whole),
+                          params),
+             jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=batch),
+             jax.ShapeDtypeStruct(y.shape, y.dtype, sharding=batch))
+    text = jax.jit(fn).lower(*specs).as_text(debug_info=True)
+    scaled = tpu.compile_module(rewrite_text(text, Policy.for_target("v6e").pipeline()),
+                                "v6e:2x2")
+    assert scaled.collectives.get("all-reduce", 0) >= 1
