@@ -1,0 +1,274 @@
+"""TPU targets by XLA's own cost model: the rewritten GPT step against the bf16 baseline.
+
+Why this script exists: the rewritten step must be no slower than what a TPU user runs today
+(JAX mixed precision: ``gpt_step(compute_dtype=bf16)``), and nobody here has a TPU. XLA's TPU
+compiler (libtpu, the ``tpu-aot`` extra) runs on this CPU for a topology it is told, and its
+optimized HLO carries a per-kernel cost model (``estimated_cycles``): every figure below is
+XLA's estimate (cycles, memory_analysis bytes) or count (fusions, collectives), not a
+measurement on hardware; compile time is this machine's wall clock.
+
+Per chip (v5e, v6e, tpu7x; one chip each) and policy:
+
+* bf16 baseline: ``gpt_step(compute_dtype=bf16)`` under plain ``jax.jit``;
+* default policy: ``Policy()`` (f16 data, FP8 dots, rescale at gradients);
+* target policy: ``Policy.for_target(chip)`` (bf16 data; FP8 dots on tpu7x only);
+* on tpu7x also the target policy without FP8 dots, to show what FP8 buys there.
+
+Estimated cycles are summed over the kernels of one step, loop bodies times their trip
+count where the HLO gives it (the GPT step is unrolled: it has no loop). Targets for the
+target policy (issue 23): cycles at most 1.05x the baseline on v5e and v6e, at most 0.75x
+on tpu7x; fusions at most 1.2x; compile time at most 1.3x.
+
+Also: the cycles of one 4096^3 dot in bf16, FP8 and int8 per chip (which chips have FP8
+throughput, by the cost model), and the step sharded on a v5e:2x4 mesh (data parallel:
+batch over 8; FSDP: parameters and Adam state split on their first axis too) with its
+collectives counted.
+
+    python benchmarks/tpu.py                  # GPT-2-small shape (12 layers, d 768)
+    python benchmarks/tpu.py --layers 2       # the same width, 2 layers (a third the time)
+    python benchmarks/tpu.py --quick          # smoke run: tiny GPT, v6e, no doc
+
+Results: ``docs/results/tpu.json`` and the "TPU targets" section of ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS,
+    add_gpt_arguments,
+    environment,
+    format_table,
+    gpt_config,
+    gpt_label,
+    load_average,
+    load_models,
+    markdown_table,
+    publish,
+    rewrite_or_fail,
+    verdict,
+)
+from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
+
+from scalify_hlo.policy import Policy  # noqa: E402
+from scalify_hlo.targets import tpu  # noqa: E402
+from scalify_hlo.targets.result import TargetCompileResult  # noqa: E402
+
+HEADING = "TPU targets"
+CHIPS = ("v5e", "v6e", "tpu7x")
+MAX_CYCLES = {"v5e": 1.05, "v6e": 1.05, "tpu7x": 0.75}
+MAX_FUSIONS = 1.2
+MAX_COMPILE = 1.3
+SHARDED = "v5e:2x4"
+DOT = 4096
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_gpt_arguments(parser, layers=12, d_model=768, heads=12, context=256)
+    parser.add_argument("--chips", nargs="+", default=list(CHIPS), choices=CHIPS)
+    parser.add_argument("--sharded-layers", type=int, default=2,
+                        help="layers of the v5e:2x4 sharded step (%(default)s)")
+    parser.add_argument("--no-sharded", action="store_true", help="skip the v5e:2x4 step")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: 1 layer of d 64, v6e only, no doc")
+    parser.add_argument("--out", type=Path, default=RESULTS / "tpu.json")
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.layers, args.d_model, args.heads, args.context = 1, 64, 2, 32
+        args.chips, args.sharded_layers, args.no_doc = ["v6e"], 1, True
+    return args
+
+
+def policies(chip: str) -> dict[str, Policy]:
+    chosen = {"default policy": Policy(), "target policy": Policy.for_target(chip)}
+    if Policy.for_target(chip).fp8_dots:
+        chosen["target policy, no FP8"] = Policy.for_target(chip, fp8_dots=False)
+    return chosen
+
+
+def row(chip: str, name: str, result: TargetCompileResult,
+        base: TargetCompileResult | None) -> dict[str, Any]:
+    out = {"chip": chip, "variant": name, **result.as_dict()}
+    if base is not None:
+        out["cycles_ratio"] = result.estimated_cycles / base.estimated_cycles
+        out["fusions_ratio"] = result.fusions / base.fusions
+        out["compile_ratio"] = result.compile_s / base.compile_s
+    print(f"{chip:6s} {name:22s} cycles {result.estimated_cycles:>10d} "
+          f"fusions {result.fusions:5d} compile {result.compile_s:7.1f}s "
+          f"args {result.argument_bytes / 2**20:6.1f} MiB temp {result.temp_bytes / 2**20:6.1f} "
+          f"MiB", flush=True)
+    return out
+
+
+def dot_rates(chips: list[str]) -> list[dict[str, Any]]:
+    """XLA's cycles of one DOT^3 dot per operand type and chip (f32 accumulation)."""
+    rows = []
+    for chip in chips:
+        cycles = {}
+        for name, dtype in (("bf16", jnp.bfloat16), ("fp8 e4m3fn", jnp.float8_e4m3fn),
+                            ("int8", jnp.int8)):
+            spec = jax.ShapeDtypeStruct((DOT, DOT), dtype)
+            out = jnp.int32 if dtype == jnp.int8 else jnp.float32
+            result = tpu.compile_jitted(
+                lambda a, b, out=out: jax.lax.dot(a, b, preferred_element_type=out),
+                spec, spec, target=chip)
+            cycles[name] = result.estimated_cycles
+        rows.append({"chip": chip, **cycles})
+        print(f"{chip}: {DOT}^3 dot cycles {cycles}", flush=True)
+    return rows
+
+
+def single_chip(args: argparse.Namespace, models: Any) -> list[dict[str, Any]]:
+    config = gpt_config(args)
+    step, example = models.gpt_step(**config)
+    text = models.export_text(step, example)
+    baseline_step, baseline_example = models.gpt_step(**config, compute_dtype=jnp.bfloat16)
+    baseline = models.export_text(baseline_step, baseline_example)
+    rewritten: dict[str, str] = {}
+    rows = []
+    for chip in args.chips:
+        base = tpu.compile_module(baseline, chip)
+        rows.append(row(chip, "bf16 baseline", base, None))
+        for name, policy in policies(chip).items():
+            pipeline = policy.pipeline()
+            if pipeline not in rewritten:
+                rewritten[pipeline] = rewrite_or_fail(text, pipeline)
+            result = tpu.compile_module(rewritten[pipeline], chip)
+            rows.append(row(chip, name, result, base) | {"pipeline": pipeline})
+    return rows
+
+
+def shardings(tree: Any, mesh: Any, fsdp: bool) -> Any:
+    """Specs of a state tree: replicated, or (FSDP) split on the first axis over ``data``
+    where it divides evenly."""
+    size = mesh.devices.size
+
+    def spec(leaf: Any) -> jax.ShapeDtypeStruct:
+        split = fsdp and leaf.ndim >= 1 and leaf.shape[0] % size == 0
+        sharding = NamedSharding(mesh, PartitionSpec("data") if split else PartitionSpec())
+        return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding)
+
+    return jax.tree.map(spec, tree)
+
+
+def sharded_text(models: Any, config: dict[str, int], mesh: Any, fsdp: bool,
+                 compute_dtype: Any = None) -> str:
+    step, (params, opt_state, tokens, targets) = models.gpt_step(**config,
+                                                                 compute_dtype=compute_dtype)
+    batch = NamedSharding(mesh, PartitionSpec("data"))
+    specs = (shardings(params, mesh, fsdp), shardings(opt_state, mesh, fsdp),
+             jax.ShapeDtypeStruct(tokens.shape, tokens.dtype, sharding=batch),
+             jax.ShapeDtypeStruct(targets.shape, targets.dtype, sharding=batch))
+    return jax.jit(step).lower(*specs).as_text(debug_info=True)
+
+
+def sharded(args: argparse.Namespace, models: Any) -> list[dict[str, Any]]:
+    config = gpt_config(args, layers=args.sharded_layers)
+    mesh = tpu.mesh(SHARDED)
+    config["batch"] = max(config["batch"], mesh.devices.size)
+    policy = Policy.for_target(SHARDED)
+    rows = []
+    for setup, fsdp in (("data parallel", False), ("FSDP", True)):
+        base = tpu.compile_module(sharded_text(models, config, mesh, fsdp, jnp.bfloat16),
+                                  SHARDED)
+        rows.append(row(SHARDED, f"{setup}: bf16 baseline", base, None) | {"setup": setup})
+        text = rewrite_or_fail(sharded_text(models, config, mesh, fsdp), policy.pipeline())
+        result = tpu.compile_module(text, SHARDED)
+        rows.append(row(SHARDED, f"{setup}: target policy", result, base) | {"setup": setup})
+    return rows
+
+
+def collectives(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+
+def doc_section(result: dict[str, Any]) -> str:
+    rows = result["single_chip"]
+    table = markdown_table(
+        ["chip", "variant", "est. cycles", "vs baseline", "fusions", "vs baseline",
+         "compile (s)", "vs baseline", "arguments (MiB)", "temporaries (MiB)"],
+        [[r["chip"], r["variant"], f"{r['estimated_cycles']:,}",
+          f"{r['cycles_ratio']:.2f}x" if "cycles_ratio" in r else "",
+          r["fusions"], f"{r['fusions_ratio']:.2f}x" if "fusions_ratio" in r else "",
+          f"{r['compile_s']:.1f}", f"{r['compile_ratio']:.2f}x" if "compile_ratio" in r else "",
+          f"{r['argument_bytes'] / 2**20:.1f}", f"{r['temp_bytes'] / 2**20:.1f}"] for r in rows])
+    checks = []
+    for r in rows:
+        if r["variant"] != "target policy":
+            continue
+        ok_cycles = r["cycles_ratio"] <= MAX_CYCLES[r["chip"]]
+        checks.append(f"* {r['chip']}: estimated cycles at most {MAX_CYCLES[r['chip']]}x the "
+                      f"baseline: **{verdict(ok_cycles)}** ({r['cycles_ratio']:.2f}x); fusions "
+                      f"at most {MAX_FUSIONS}x: **{verdict(r['fusions_ratio'] <= MAX_FUSIONS)}**"
+                      f" ({r['fusions_ratio']:.2f}x); compile time at most {MAX_COMPILE}x: "
+                      f"**{verdict(r['compile_ratio'] <= MAX_COMPILE)}** "
+                      f"({r['compile_ratio']:.2f}x).")
+    dots = markdown_table(
+        ["chip", "bf16", "FP8 E4M3FN", "int8", "FP8 / bf16"],
+        [[d["chip"], f"{d['bf16']:,}", f"{d['fp8 e4m3fn']:,}", f"{d['int8']:,}",
+          f"{d['fp8 e4m3fn'] / d['bf16']:.2f}"] for d in result["dots"]])
+    parts = [
+        "`python benchmarks/tpu.py` (libtpu from the `tpu-aot` extra; `--quick` for a smoke "
+        "run). **Every cycle, byte and fusion figure is XLA:TPU's estimate or count from an "
+        "ahead-of-time compile on a CPU-only machine, not a measurement on a TPU**; compile "
+        "time is this shared 2-core machine's wall clock (load average "
+        f"{result['load_before']} at the start, {result['load_after']} at the end). "
+        f"Step: {result['label']} (Adam), one chip each. *bf16 baseline*: "
+        "`gpt_step(compute_dtype=bf16)` under `jax.jit`; *default policy*: `Policy()` (f16 "
+        "data, FP8 dots); *target policy*: `Policy.for_target(chip)` (bf16 data; FP8 dots on "
+        "tpu7x only). *est. cycles*: XLA's `estimated_cycles` summed over the step's kernels "
+        "(the step is unrolled: no loop to weight). *arguments*, *temporaries*: "
+        "`memory_analysis()`.",
+        table, *checks,
+        f"XLA's estimated cycles of one {DOT}x{DOT}x{DOT} dot (f32 / i32 accumulation): FP8 "
+        "is faster than bf16 only on tpu7x, which is why only tpu7x gets FP8 dots.",
+        dots,
+    ]
+    if result.get("sharded"):
+        srows = result["sharded"]
+        parts += [
+            f"Sharded on {SHARDED} (8 chips, Shardy): {result['sharded_label']}, batch over "
+            "8 (data parallel); FSDP also splits parameters and Adam state on their first "
+            "axis where it divides by 8. Target policy (bf16 data, no FP8). Collectives by "
+            "opcode in the optimized HLO (async pairs once; scalar ones also counted apart).",
+            markdown_table(
+                ["setup", "est. cycles", "vs baseline", "fusions", "collectives"],
+                [[r["variant"], f"{r['estimated_cycles']:,}",
+                  f"{r['cycles_ratio']:.2f}x" if "cycles_ratio" in r else "", r["fusions"],
+                  collectives(r["collectives"])] for r in srows]),
+        ]
+    return "\n\n".join(parts) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if not tpu.libtpu_available():
+        raise SystemExit("needs libtpu: pip install -e '.[tpu-aot]'")
+    models = load_models()
+    result: dict[str, Any] = {"environment": environment(), "load_before": load_average(),
+                              "label": gpt_label(gpt_config(args))}
+    result["dots"] = dot_rates(args.chips)
+    result["single_chip"] = single_chip(args, models)
+    if not args.no_sharded:
+        result["sharded_label"] = gpt_label(gpt_config(args, layers=args.sharded_layers))
+        result["sharded"] = sharded(args, models)
+    result["load_after"] = load_average()
+    print(format_table(["chip", "variant", "cycles x", "fusions x", "compile x"],
+                       [[r["chip"], r["variant"], f"{r.get('cycles_ratio', 1):.2f}",
+                         f"{r.get('fusions_ratio', 1):.2f}", f"{r.get('compile_ratio', 1):.2f}"]
+                        for r in result["single_chip"] + result.get("sharded", [])]))
+    publish(args.out, result, HEADING, doc_section, doc=not args.no_doc)
+
+
+if __name__ == "__main__":
+    main()
