@@ -78,6 +78,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sharded-layers", type=int, default=2,
                         help="layers of the v5e:2x4 sharded step (%(default)s)")
     parser.add_argument("--no-sharded", action="store_true", help="skip the v5e:2x4 step")
+    parser.add_argument("--no-single", action="store_true",
+                        help="skip the dots and the single-chip steps (the sharded step only)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 1 layer of d 64, v6e only, no doc")
     parser.add_argument("--out", type=Path, default=RESULTS / "tpu.json")
@@ -257,8 +259,8 @@ def main(argv: list[str] | None = None) -> None:
     models = load_models()
     result: dict[str, Any] = {"environment": environment(), "load_before": load_average(),
                               "label": gpt_label(gpt_config(args))}
-    result["dots"] = dot_rates(args.chips)
-    result["single_chip"] = single_chip(args, models)
+    result["dots"] = [] if args.no_single else dot_rates(args.chips)
+    result["single_chip"] = [] if args.no_single else single_chip(args, models)
     if not args.no_sharded:
         result["sharded_label"] = gpt_label(gpt_config(args, layers=args.sharded_layers))
         result["sharded"] = sharded(args, models)
