@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -225,13 +226,14 @@ def doc_section(result: dict[str, Any]) -> str:
         "ahead-of-time compile on a CPU-only machine, not a measurement on a TPU**; compile "
         "time is this shared 2-core machine's wall clock (load average "
         f"{result['load_before']} at the start, {result['load_after']} at the end). "
+        f"Command: `{result.get('command', 'python benchmarks/tpu.py')}`. "
         f"Step: {result['label']} (Adam), one chip each. *bf16 baseline*: "
         "`gpt_step(compute_dtype=bf16)` under `jax.jit`; *default policy*: `Policy()` (f16 "
         "data, FP8 dots); *target policy*: `Policy.for_target(chip)` (bf16 data; FP8 dots on "
         "tpu7x only). *est. cycles*: XLA's `estimated_cycles` summed over the step's kernels "
         "(the step is unrolled: no loop to weight). *arguments*, *temporaries*: "
         "`memory_analysis()`.",
-        table, *checks,
+        table, "\n".join(checks),
         f"XLA's estimated cycles of one {DOT}x{DOT}x{DOT} dot (f32 / i32 accumulation): FP8 "
         "is faster than bf16 only on tpu7x, which is why only tpu7x gets FP8 dots.",
         dots,
@@ -258,6 +260,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("needs libtpu: pip install -e '.[tpu-aot]'")
     models = load_models()
     result: dict[str, Any] = {"environment": environment(), "load_before": load_average(),
+                              "command": " ".join(["python benchmarks/tpu.py",
+                                                   *(argv if argv is not None else sys.argv[1:])]),
                               "label": gpt_label(gpt_config(args))}
     result["dots"] = [] if args.no_single else dot_rates(args.chips)
     result["single_chip"] = [] if args.no_single else single_chip(args, models)
