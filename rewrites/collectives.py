@@ -66,8 +66,8 @@ def manual_region(scope: Scope) -> ManualRegion | None:
 
 # ----- sharding annotations ---------------------------------------------------------------
 def rule_sharding_annotation(scope: Scope, op: ir.Operation) -> None:
-    """``sdy.sharding_constraint`` / ``sdy.reshard``: the data gets the annotation, the scale
-    (a replicated scalar) is unchanged."""
+    """``sdy.sharding_constraint``: the data gets the annotation, the scale (a replicated
+    scalar) is unchanged."""
     rule_same_scale(scope, op)
 
 

@@ -158,7 +158,7 @@ _FAMILY_OPS: dict[Family, tuple[str, ...]] = {
     BARRIER: ("stablehlo.optimization_barrier",),
     WHILE: ("stablehlo.while",),
     CASE: ("stablehlo.case", "stablehlo.if"),
-    SHARDING: ("sdy.sharding_constraint", "sdy.reshard"),
+    SHARDING: ("sdy.sharding_constraint",),
     MANUAL: ("sdy.manual_computation",),
     COLLECTIVE: ("stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather",
                  "stablehlo.all_to_all"),
