@@ -2338,7 +2338,7 @@ _case(
 
 # --------------------------------------------------------------------------- index
 
-_OP_RE = re.compile(r"(?<![#\w.])((?:stablehlo|chlo)\.[a-z_0-9]+|func\.call)\b")
+_OP_RE = re.compile(r"(?<![#\w.])((?:stablehlo|chlo|sdy)\.[a-z_0-9]+|func\.call)\b")
 
 
 def ops_in_text(text: str) -> set[str]:
