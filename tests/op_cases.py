@@ -1656,25 +1656,35 @@ _case(
           out_shardings=[<@mesh, [{"x"}, {}]>, <@mesh, [{}, {}]>] manual_axes={"x"}
           (%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) {
         %1 = stablehlo.multiply %a, %b : tensor<4x4xf32>
-        %2 = "stablehlo.all_reduce"(%1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+        %2 = "stablehlo.all_reduce"(%1) <{
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
             replica_groups = dense<[[0]]> : tensor<1x1xi64>, use_global_device_ids}> ({
         ^bb0(%x: tensor<f32>, %y: tensor<f32>):
           %s = stablehlo.add %x, %y : tensor<f32>
           stablehlo.return %s : tensor<f32>
         }) : (tensor<4x4xf32>) -> tensor<4x4xf32>
-        %3 = "stablehlo.all_gather"(%2) <{all_gather_dim = 0 : i64, channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
-            replica_groups = dense<[[0]]> : tensor<1x1xi64>, use_global_device_ids}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
-        %4 = "stablehlo.collective_permute"(%b) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
-            source_target_pairs = dense<[[0, 0]]> : tensor<1x2xi64>}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
-        %5 = "stablehlo.reduce_scatter"(%3) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
-            replica_groups = dense<[[0]]> : tensor<1x1xi64>, scatter_dimension = 0 : i64, use_global_device_ids}> ({
+        %3 = "stablehlo.all_gather"(%2) <{
+            all_gather_dim = 0 : i64,
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+            replica_groups = dense<[[0]]> : tensor<1x1xi64>, use_global_device_ids}>
+            : (tensor<4x4xf32>) -> tensor<4x4xf32>
+        %4 = "stablehlo.collective_permute"(%b) <{
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+            source_target_pairs = dense<[[0, 0]]> : tensor<1x2xi64>}>
+            : (tensor<4x4xf32>) -> tensor<4x4xf32>
+        %5 = "stablehlo.reduce_scatter"(%3) <{
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+            replica_groups = dense<[[0]]> : tensor<1x1xi64>, scatter_dimension = 0 : i64,
+            use_global_device_ids}> ({
         ^bb0(%x: tensor<f32>, %y: tensor<f32>):
           %s = stablehlo.add %x, %y : tensor<f32>
           stablehlo.return %s : tensor<f32>
         }) : (tensor<4x4xf32>) -> tensor<4x4xf32>
-        %6 = "stablehlo.all_to_all"(%4) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
-            concat_dimension = 1 : i64, replica_groups = dense<[[0]]> : tensor<1x1xi64>, split_count = 1 : i64,
-            split_dimension = 0 : i64}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+        %6 = "stablehlo.all_to_all"(%4) <{
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+            concat_dimension = 1 : i64, replica_groups = dense<[[0]]> : tensor<1x1xi64>,
+            split_count = 1 : i64, split_dimension = 0 : i64}>
+            : (tensor<4x4xf32>) -> tensor<4x4xf32>
         %7 = stablehlo.add %5, %6 : tensor<4x4xf32>
         sdy.return %7, %4 : tensor<4x4xf32>, tensor<4x4xf32>
       } : (tensor<4x4xf32>, tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
