@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jax.extend.mlir import ir
+from scalify_hlo.rewrites import collectives
 from scalify_hlo.rewrites import rule_impls as impl
 from scalify_hlo.rewrites.scope import Scope
 
@@ -100,6 +101,21 @@ WHILE = Family("control-flow", "(data, scale) pairs carried through block argume
                "yields", "loop-carried value", impl.rule_while)
 CASE = Family("control-flow", "every branch yields (data, scale) pairs",
               "runtime value from the branch taken", impl.rule_case)
+SHARDING = Family("sharding", "sharding annotation on the data", "unchanged (a replicated "
+                  "scalar)", collectives.rule_sharding_annotation)
+MANUAL = Family("manual-region", "(data, scale) pairs through the region: a runtime scale "
+                "enters as a replicated i32 exponent operand, a static one stays static; "
+                "the body is rewritten like any block", "the body's, agreed over the manual "
+                "axes (one combined max all-reduce) where the body computed it per device",
+                collectives.rule_manual_computation)
+COLLECTIVE = Family("collective", "inside a manual region: the op on data at a scale every "
+                    "device of its groups shares (scales computed per device are agreed "
+                    "first: one max all-reduce of their exponents, packed in one vector); "
+                    "sum, max and min reducers", "the shared scale",
+                    collectives.rule_collective)
+PERMUTE = Family("collective-permute", "inside a manual region: data moved as is",
+                 "a scale shared by all devices stays; another one is permuted beside the "
+                 "data", collectives.rule_collective_permute)
 
 _FAMILY_OPS: dict[Family, tuple[str, ...]] = {
     SAME_SCALE: (
@@ -142,6 +158,11 @@ _FAMILY_OPS: dict[Family, tuple[str, ...]] = {
     BARRIER: ("stablehlo.optimization_barrier",),
     WHILE: ("stablehlo.while",),
     CASE: ("stablehlo.case", "stablehlo.if"),
+    SHARDING: ("sdy.sharding_constraint",),
+    MANUAL: ("sdy.manual_computation",),
+    COLLECTIVE: ("stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather",
+                 "stablehlo.all_to_all"),
+    PERMUTE: ("stablehlo.collective_permute",),
 }
 
 

@@ -157,12 +157,17 @@ def pow2_scale(x: Any, dtype: Any = jnp.float16) -> jax.Array:
     x = jnp.asarray(x, jnp.float32)
     finite = jnp.isfinite(x)
     values = jnp.where(finite, x, 0.0)
-    count = jnp.maximum(jnp.sum(finite), 1)
-    rms = jnp.sqrt(jnp.sum(values * values) / count)
+    # Three f32 sums, one reducer: on a sharded x each statistic is an all-reduce, and XLA
+    # combines same-reducer all-reduces into one (a sum, an any, an all and an int sum were
+    # four per call). Counts of 0/1 in f32 are exact up to 2^24 elements and never round a
+    # nonzero count to 0.
+    finite_count = jnp.sum(finite.astype(jnp.float32))
+    nonzero_count = jnp.sum((values != 0).astype(jnp.float32))
+    rms = jnp.sqrt(jnp.sum(values * values) / jnp.maximum(finite_count, 1.0))
     exponent = jnp.clip(jnp.round(jnp.log2(jnp.where(rms > 0, rms, 1.0))), -126, 127)
     # ldexp, not exp2: XLA's exp2 is not exact at most integer exponents.
     scale = jnp.ldexp(jnp.float32(1.0), exponent.astype(jnp.int32))
-    all_zero = jnp.logical_and(jnp.any(finite), jnp.all(values == 0))
+    all_zero = jnp.logical_and(finite_count > 0, nonzero_count == 0)
     return jnp.where(all_zero, jnp.float32(zero_tensor_scale(dtype)),
                      jnp.where(rms > 0, scale, 1.0))
 

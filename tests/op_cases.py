@@ -1631,6 +1631,70 @@ _case(
     note="the sharding annotation custom call XLA itself understands",
 )
 _case(
+    "sdy_sharding_constraint",
+    "sdy.sharding_constraint",
+    """
+    sdy.mesh @mesh = <["x"=1]>
+    func.func public @main(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {
+      %0 = sdy.sharding_constraint %arg0 <@mesh, [{"x"}, {}]> : tensor<3x4xf32>
+      return %0 : tensor<3x4xf32>
+    }
+    """,
+    _inputs(normal(specials=True)),
+    note="with_sharding_constraint under Shardy (a mesh of one device here)",
+)
+_case(
+    "sdy_manual_computation_collectives",
+    ("sdy.manual_computation", "stablehlo.all_reduce", "stablehlo.all_gather",
+     "stablehlo.reduce_scatter", "stablehlo.all_to_all", "stablehlo.collective_permute"),
+    """
+    sdy.mesh @mesh = <["x"=1]>
+    func.func public @main(%arg0: tensor<4x4xf32>, %arg1: tensor<4x4xf32>)
+        -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+      %0:2 = sdy.manual_computation(%arg0, %arg1)
+          in_shardings=[<@mesh, [{"x"}, {}]>, <@mesh, [{}, {}]>]
+          out_shardings=[<@mesh, [{"x"}, {}]>, <@mesh, [{}, {}]>] manual_axes={"x"}
+          (%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) {
+        %1 = stablehlo.multiply %a, %b : tensor<4x4xf32>
+        %2 = "stablehlo.all_reduce"(%1) <{
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+            replica_groups = dense<[[0]]> : tensor<1x1xi64>, use_global_device_ids}> ({
+        ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+          %s = stablehlo.add %x, %y : tensor<f32>
+          stablehlo.return %s : tensor<f32>
+        }) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+        %3 = "stablehlo.all_gather"(%2) <{
+            all_gather_dim = 0 : i64,
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+            replica_groups = dense<[[0]]> : tensor<1x1xi64>, use_global_device_ids}>
+            : (tensor<4x4xf32>) -> tensor<4x4xf32>
+        %4 = "stablehlo.collective_permute"(%b) <{
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+            source_target_pairs = dense<[[0, 0]]> : tensor<1x2xi64>}>
+            : (tensor<4x4xf32>) -> tensor<4x4xf32>
+        %5 = "stablehlo.reduce_scatter"(%3) <{
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+            replica_groups = dense<[[0]]> : tensor<1x1xi64>, scatter_dimension = 0 : i64,
+            use_global_device_ids}> ({
+        ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+          %s = stablehlo.add %x, %y : tensor<f32>
+          stablehlo.return %s : tensor<f32>
+        }) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+        %6 = "stablehlo.all_to_all"(%4) <{
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+            concat_dimension = 1 : i64, replica_groups = dense<[[0]]> : tensor<1x1xi64>,
+            split_count = 1 : i64, split_dimension = 0 : i64}>
+            : (tensor<4x4xf32>) -> tensor<4x4xf32>
+        %7 = stablehlo.add %5, %6 : tensor<4x4xf32>
+        sdy.return %7, %4 : tensor<4x4xf32>, tensor<4x4xf32>
+      } : (tensor<4x4xf32>, tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+      return %0#0, %0#1 : tensor<4x4xf32>, tensor<4x4xf32>
+    }
+    """,
+    _inputs(normal("4x4", specials=True), normal("4x4")),
+    note="shard_map's region with collectives (a mesh of one device: the harness runs on one)",
+)
+_case(
     "composite",
     "stablehlo.composite",
     """
@@ -2284,7 +2348,7 @@ _case(
 
 # --------------------------------------------------------------------------- index
 
-_OP_RE = re.compile(r"(?<![#\w.])((?:stablehlo|chlo)\.[a-z_0-9]+|func\.call)\b")
+_OP_RE = re.compile(r"(?<![#\w.])((?:stablehlo|chlo|sdy)\.[a-z_0-9]+|func\.call)\b")
 
 
 def ops_in_text(text: str) -> set[str]:

@@ -1,0 +1,177 @@
+"""Sharded steps on 8 simulated CPU devices: collectives, output shardings, step time.
+
+Why this script exists: a sharded step rides on JAX's SPMD partitioner, and a scale that
+is computed from a sharded tensor (a rescale point's max, a common scale of two runtime
+scales) becomes a scalar all-reduce. Those cost latency, not bandwidth, and serialize through
+the backward pass. This script counts what the compiled programs do, per setup of
+``testdata/sharded_setups.py`` (data parallel, FSDP, a 4x2 Megatron-style mesh, a
+``shard_map`` step with ``psum`` of gradients, a ``with_sharding_constraint``) and policy:
+
+* collectives by kind in XLA's optimized HLO (``all-reduce``, ``all-gather``,
+  ``reduce-scatter``, ``collective-permute``, ``all-to-all``; an async ``-start`` counts once),
+  and apart the *small* ones (at most 16 elements: scalars and packed exponent vectors);
+* bytes moved: the sum of the result sizes of those collectives (per device);
+* output leaves whose sharding differs from jax.jit's (0 expected);
+* step time ratio to the original on the simulated devices (medians of interleaved calls;
+  one host's cores shared by 8 simulated devices, so only a rough guide), and compile time
+  (export + rewrite + XLA compile of the scaled program; jax.jit's compile for the original).
+
+    python benchmarks/sharded.py                  # 2-layer GPT (AdamW) setups, all policies
+    python benchmarks/sharded.py --model mlp      # the tests' small MLP: a quick check
+    python benchmarks/sharded.py --no-doc         # print only
+
+Results: ``docs/results/sharded.json`` and the "Sharded steps" section of
+``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
+from typing import Any  # noqa: E402
+
+import jax  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    environment,
+    format_table,
+    interleaved,
+    markdown_table,
+    paired_ratio,
+    publish,
+)
+
+sys.path.insert(0, str(ROOT / "testdata"))
+import sharded_setups  # noqa: E402
+
+from scalify_hlo import Policy, ScaledArray, compile_scaled  # noqa: E402
+from scalify_hlo.scaled_array import is_scaled_leaf  # noqa: E402
+
+POLICIES = {"f32": Policy(data_dtype="float32", fp8_dots=False),
+            "f16": Policy(data_dtype="float16", fp8_dots=False), "default": Policy()}
+KINDS = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
+_COLLECTIVE = re.compile(r"=\s*(.+?)\s+(" + "|".join(KINDS) + r")(-start)?\(")
+_ARRAY = re.compile(r"\b(pred|[fsu]\d+|bf16|f8e\w+)\[([\d,]*)\]")
+_BYTES = {"pred": 1, "bf16": 2}
+SMALL = 16  # elements: a collective at most this big is latency only
+
+
+def _array_sizes(shape: str) -> list[tuple[int, int]]:
+    """(elements, bytes per element) of each array in an HLO result type."""
+    sizes = []
+    for dtype, dims in _ARRAY.findall(shape):
+        count = math.prod(int(d) for d in dims.split(",") if d) if dims else 1
+        width = _BYTES.get(dtype) or max(1, int(re.sub(r"\D", "", dtype.split("e")[0]) or 8)
+                                         // 8)
+        sizes.append((count, width))
+    return sizes
+
+
+def collectives(hlo: str) -> dict[str, Any]:
+    """Collectives of optimized HLO by kind, the small ones apart, and bytes moved."""
+    kinds: Counter[str] = Counter()
+    small: Counter[str] = Counter()
+    moved = 0
+    for line in hlo.splitlines():
+        match = _COLLECTIVE.search(line)
+        if not match or "-done" in line.split("=", 1)[1].split("(", 1)[0]:
+            continue
+        shape, kind = match.group(1), match.group(2)
+        sizes = _array_sizes(shape)
+        kinds[kind] += 1
+        if sum(n for n, _ in sizes) <= SMALL:
+            small[kind] += 1
+        moved += sum(n * w for n, w in sizes)
+    return {"by_kind": dict(kinds), "small": dict(small), "total": sum(kinds.values()),
+            "small_total": sum(small.values()), "bytes": moved}
+
+
+def _mismatched(outputs: Any, reference: Any) -> int:
+    return sum(not (x.data if isinstance(x, ScaledArray) else x).sharding.is_equivalent_to(
+        y.sharding, y.ndim) for x, y in zip(jax.tree.leaves(outputs, is_leaf=is_scaled_leaf),
+                                            jax.tree.leaves(reference), strict=True))
+
+
+def measure(setup: str, model: str, policies: list[str], rounds: int) -> list[dict[str, Any]]:
+    step, args = sharded_setups.setup(setup, model)
+    start = time.perf_counter()
+    compiled = jax.jit(step).lower(*args).compile()
+    rows = [{"setup": setup, "mode": "original", "compile_s": time.perf_counter() - start,
+             **collectives(compiled.as_text()), "mismatched": 0, "step_ratio": 1.0}]
+    reference = compiled(*args)
+    calls = {"original": lambda: jax.block_until_ready(compiled(*args))}
+    for policy in policies:
+        start = time.perf_counter()
+        scaled = compile_scaled(step, *args, policy=POLICIES[policy])
+        program = scaled.lower(*args).compile()
+        elapsed = time.perf_counter() - start
+        outputs = scaled(*args)
+        calls[policy] = (lambda s=scaled: jax.block_until_ready(s(*args)))
+        rows.append({"setup": setup, "mode": policy, "compile_s": elapsed,
+                     **collectives(program.as_text()),
+                     "mismatched": _mismatched(outputs, reference),
+                     "fallbacks": len(scaled.report().warnings),
+                     "agreed_scales": scaled.report().stats.get("scalify.agreed-scales", 0)})
+    times = interleaved(calls, rounds)
+    for row in rows:
+        row["step_ratio"] = paired_ratio(times[row["mode"]], times["original"])
+        row["leaves"] = len(jax.tree.leaves(reference))
+    return rows
+
+
+def _kinds(row: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {n}" + (f" ({row['small'][k]} small)" if row["small"].get(k) else "")
+                     for k, n in sorted(row["by_kind"].items())) or "none"
+
+
+def table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    headers = ["setup", "mode", "collectives", "small", "by kind", "KiB moved",
+               "outputs off", "step x", "compile s"]
+    body = [[r["setup"], r["mode"], r["total"], r["small_total"], _kinds(r),
+             f"{r['bytes'] / 1024:.1f}", f"{r['mismatched']}/{r['leaves']}",
+             f"{r['step_ratio']:.2f}", f"{r['compile_s']:.1f}"] for r in rows]
+    return headers, body
+
+
+def doc_section(result: dict[str, Any]) -> str:
+    headers, body = table(result["rows"])
+    return (
+        "`python benchmarks/sharded.py` (model: " + result["model"] + ", 8 simulated CPU "
+        "devices, Shardy). Collectives in XLA's optimized HLO of one step; *small*: at most "
+        f"{SMALL} elements (scalar or packed exponent all-reduces, latency only); KiB moved: "
+        "result sizes of the collectives per device; *outputs off*: output leaves whose "
+        "sharding differs from jax.jit's; step time against the original on the simulated "
+        "devices (rough: 8 devices share the host's cores).\n\n"
+        + markdown_table(headers, body) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=("gpt", "mlp"), default="gpt")
+    parser.add_argument("--setups", nargs="+", default=list(sharded_setups.SETUPS))
+    parser.add_argument("--policies", nargs="+", default=list(POLICIES))
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--no-doc", action="store_true")
+    args = parser.parse_args()
+    rows: list[dict[str, Any]] = []
+    for setup in args.setups:
+        rows += measure(setup, args.model, args.policies, args.rounds)
+        print(format_table(*table(rows[-1 - len(args.policies):])), flush=True)
+    result = {"environment": environment(), "model": args.model, "rows": rows}
+    print(format_table(*table(rows)))
+    publish(RESULTS / "sharded.json", result, "Sharded steps", doc_section,
+            doc=not args.no_doc)
+
+
+if __name__ == "__main__":
+    main()
