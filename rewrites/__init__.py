@@ -6,6 +6,7 @@ from scalify_hlo.rewrites import (  # noqa: F401  (registration)
     loop_scales,
     mlir_passes,
     rescale,
+    scale_epochs,
     scalify,
     simplify,
 )

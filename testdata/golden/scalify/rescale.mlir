@@ -4,7 +4,8 @@
 // A rescaled dot output: the amax of the data, rounded to a power of two r;
 // its i32 exponent F is read from r's bits when 2^-126 <= r <= 2^126, and is 0
 // otherwise (zero, subnormal, huge or non-finite). The data is multiplied by
-// 2^-F (a factor built from bits) and F is added to the scale's exponent
+// 2^-F, built from r's bits in one subtract (biased exponents of 2^F and 2^-F add
+// up to 254; 1.0's bits otherwise) and F is added to the scale's exponent
 // S0 = x_e + w_e + 2 (the product of the input scales, the 2 being the dot's
 // unit scaling 2^2 ~ sqrt(K), K = 8: its data was multiplied by 1/4). All-zero
 // data (amax 0) instead moves the scale to an all-zero argument's, 1 under
@@ -31,14 +32,14 @@
 // CHECK-NEXT:    [[PSH:%.*]] = stablehlo.shift_right_logical [[PB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // CHECK-NEXT:    [[PE:%.*]] = stablehlo.subtract [[PSH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[C0:%.*]] = stablehlo.constant dense<0> : tensor<i32>
-// CHECK-NEXT:    [[F:%.*]] = stablehlo.select [[OK]], [[PE]], [[C0]] : tensor<i1>, tensor<i32>
-// CHECK-NEXT:    [[NF:%.*]] = stablehlo.negate [[F]] : tensor<i32>
-// CHECK-NEXT:    [[NFB:%.*]] = stablehlo.add [[NF]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[NFI:%.*]] = stablehlo.shift_left [[NFB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[NFF:%.*]] = stablehlo.bitcast_convert [[NFI]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[C254:%.*]] = stablehlo.constant dense<2130706432> : tensor<i32>
+// CHECK-NEXT:    [[NFI:%.*]] = stablehlo.subtract [[C254]], [[PB]] : tensor<i32>
+// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1065353216> : tensor<i32>
+// CHECK-NEXT:    [[NFS:%.*]] = stablehlo.select [[OK]], [[NFI]], [[ONE]] : tensor<i1>, tensor<i32>
+// CHECK-NEXT:    [[NFF:%.*]] = stablehlo.bitcast_convert [[NFS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[NFFB:%.*]] = stablehlo.broadcast_in_dim [[NFF]], dims = [] : (tensor<f32>) -> tensor<4x3xf32>
 // CHECK-NEXT:    [[NEWDATA:%.*]] = stablehlo.multiply [[DATA]], [[NFFB]] : tensor<4x3xf32>
+// CHECK-NEXT:    [[C0:%.*]] = stablehlo.constant dense<0> : tensor<i32>
 // CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
 // CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
@@ -94,12 +95,11 @@
 // RMSUP-NEXT:    [[RSH:%.*]] = stablehlo.shift_right_logical [[RB]], [[C23]] : tensor<i32>
 // RMSUP-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // RMSUP-NEXT:    [[RE:%.*]] = stablehlo.subtract [[RSH]], [[C127]] : tensor<i32>
-// RMSUP-NEXT:    [[C0:%.*]] = stablehlo.constant dense<0> : tensor<i32>
-// RMSUP-NEXT:    [[F:%.*]] = stablehlo.select [[OK]], [[RE]], [[C0]] : tensor<i1>, tensor<i32>
-// RMSUP-NEXT:    [[NF:%.*]] = stablehlo.negate [[F]] : tensor<i32>
-// RMSUP-NEXT:    [[NFB:%.*]] = stablehlo.add [[NF]], [[C127]] : tensor<i32>
-// RMSUP-NEXT:    [[NFI:%.*]] = stablehlo.shift_left [[NFB]], [[C23]] : tensor<i32>
-// RMSUP-NEXT:    [[NFF:%.*]] = stablehlo.bitcast_convert [[NFI]] : (tensor<i32>) -> tensor<f32>
+// RMSUP-NEXT:    [[C254:%.*]] = stablehlo.constant dense<2130706432> : tensor<i32>
+// RMSUP-NEXT:    [[NFI:%.*]] = stablehlo.subtract [[C254]], [[RB]] : tensor<i32>
+// RMSUP-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1065353216> : tensor<i32>
+// RMSUP-NEXT:    [[NFS:%.*]] = stablehlo.select [[OK]], [[NFI]], [[ONE]] : tensor<i1>, tensor<i32>
+// RMSUP-NEXT:    [[NFF:%.*]] = stablehlo.bitcast_convert [[NFS]] : (tensor<i32>) -> tensor<f32>
 // RMSUP-NEXT:    [[NFFB:%.*]] = stablehlo.broadcast_in_dim [[NFF]], dims = [] : (tensor<f32>) -> tensor<4x3xf32>
 // RMSUP-NEXT:    [[NEWDATA:%.*]] = stablehlo.multiply [[D]], [[NFFB]] : tensor<4x3xf32>
 // RMSUP:         [[MOVED:%.*]] = stablehlo.select [[OK]], [[RE]], {{%.*}} : tensor<i1>, tensor<i32>

@@ -38,7 +38,8 @@ func.func public @main(%g: tensor<4xf32>, %nu: tensor<4xf32>) -> tensor<4xf32> {
 // The Adam update: sqrt(nu) + eps stays f32 (in f16, eps = 1e-8 flushes next to the largest
 // |g| and 0 / (0 + eps) is NaN); the division runs in f32 and its result, which is not a
 // square, goes on in f16 after an amax rescale: the data is multiplied by 2^-r (r the i32
-// exponent of the rounded amax) and r is added to its exponent (for all-zero data, what
+// exponent of the rounded amax; the factor's bits are 254<<23 minus the amax's) and r is
+// added to its exponent (for all-zero data, what
 // moves it to 2^-126 instead: a second select). At the result the f16 data
 // passes through f32 once more to take the excess over the f32 scale.
 
@@ -49,7 +50,7 @@ func.func public @main(%g: tensor<4xf32>, %nu: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK:         [[U:%.*]] = stablehlo.divide {{.*}}, [[DEN]] : tensor<4xf32>
 // CHECK:         stablehlo.reduce({{.*}}) applies stablehlo.maximum
 // CHECK:         [[R:%.*]] = stablehlo.select {{.*}} : tensor<i1>, tensor<i32>
-// CHECK-NEXT:    stablehlo.negate [[R]] : tensor<i32>
+// CHECK-NEXT:    stablehlo.bitcast_convert [[R]] : (tensor<i32>) -> tensor<f32>
 // CHECK:         [[US:%.*]] = stablehlo.multiply [[U]], {{.*}} : tensor<4xf32>
 // CHECK:         stablehlo.compare EQ, {{.*}} : (tensor<f32>, tensor<f32>) -> tensor<i1>
 // CHECK-NEXT:    stablehlo.select {{.*}} : tensor<i1>, tensor<i32>

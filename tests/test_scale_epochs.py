@@ -1,0 +1,71 @@
+"""``materialize-scales``: the same numbers, and fewer optimized HLO instructions on XLA:CPU.
+
+The golden file shows the IR; these tests run it. The pass only moves scalar ops and routes
+their values through an i32 vector (f32 as bits), so every output is bit-identical.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from step_helpers import random_pow2_scales
+
+from scalify_hlo.api import rewrite_text
+from scalify_hlo.inputs import random_inputs
+from scalify_hlo.runner import compiled_hlo_text, run_module
+from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature, split_inputs
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "testdata" / "golden" / "simplify" / "materialize-scales.mlir"
+CASES = [re.sub(r"func\.func public @\w+", "func.func public @main", case)
+         for case in GOLDEN.read_text().split("// -----")]
+NOTHING_TO_PACK = 1  # the @lone case
+STEP = (ROOT / "testdata" / "steps" / "mlp_step.mlir").read_text()
+DEFAULT = "inline,rescale{at=gradients},scalify{data-dtype=f16},fp8-dots,simplify"
+
+
+def _same_outputs(before: str, after: str, inputs: list[np.ndarray]) -> None:
+    for want, got in zip(run_module(before, inputs), run_module(after, inputs), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("index", range(len(CASES)))
+def test_golden_cases_keep_their_numbers(index: int) -> None:
+    original = CASES[index]
+    packed = rewrite_text(original, "materialize-scales")
+    assert ("optimization_barrier" in packed) == (index != NOTHING_TO_PACK)
+    rng = np.random.default_rng(index)
+    inputs = random_inputs(entry_signature(original), rng)
+    _same_outputs(original, packed, inputs)
+
+
+@pytest.mark.parametrize("pipeline", ["inline,scalify{data-dtype=f32},simplify", DEFAULT])
+def test_a_rewritten_step_keeps_its_numbers(pipeline: str) -> None:
+    """f32 exactness mode and the default policy: bit-identical with and without the pass."""
+    rewritten = rewrite_text(STEP, pipeline)
+    packed = rewrite_text(rewritten, "materialize-scales")
+    assert "optimization_barrier" in packed
+    signature = entry_signature(STEP)
+    rng = np.random.default_rng(0)
+    inputs = split_inputs(signature, random_inputs(signature, rng),
+                          random_pow2_scales(signature, rng, -6, 6))
+    specs = entry_signature(rewritten).inputs  # data in the data dtype
+    inputs = [np.asarray(x).astype(ELEMENT_DTYPES[spec.element])
+              for x, spec in zip(inputs, specs, strict=True)]
+    _same_outputs(rewritten, packed, inputs)
+
+
+def _instructions(text: str) -> int:
+    return len(re.findall(r"^\s*(?:ROOT )?%\S+ = ", compiled_hlo_text(text), re.MULTILINE))
+
+
+def test_xla_cpu_stops_copying_scale_chains() -> None:
+    """The default policy's MLP step: XLA:CPU copied each exponent chain into every
+    fusion that uses it; read from the vectors, the optimized module is smaller."""
+    rewritten = rewrite_text(STEP, DEFAULT)
+    before = _instructions(rewritten)
+    after = _instructions(rewrite_text(rewritten, "materialize-scales"))
+    assert after < 0.9 * before, (after, before)
