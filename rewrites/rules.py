@@ -53,8 +53,11 @@ CHOOSE = Family("choose", "max/min/clamp: the result is one of the operands; one
                 "scale: constants follow it as in select; " + _PICKED,
                 "the runtime operand's scale, the midpoint, or the result's amax",
                 impl.rule_choose)
-ADDITIVE = Family("additive", "operands rescaled to the common scale, then added",
-                  "max of the scales", impl.rule_same_scale)
+ADDITIVE = Family("additive", "operands rescaled to the common scale, then added; under "
+                  "common-scale=first a runtime + constant add whose result later "
+                  "elementwise products raise to a power of 2 or more (a series' "
+                  "y = x/2 - 2) is then rescaled (amax)", "the common scale (as "
+                  "same-scale), or the rescaled one", impl.rule_additive)
 COMPARE = Family("compare", "operands at the midpoint of their exponents in a type that "
                  "holds both (f32 for f16 data), compared: the unscaled answer at any spread up "
                  "to 2^250", "none (boolean result)", impl.rule_compare)

@@ -13,6 +13,7 @@ from typing import Any
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites import rule_impls
+from scalify_hlo.rewrites.drift import compounding_constant_adds
 from scalify_hlo.rewrites.emitter import float_type, is_scalable_type
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
@@ -264,6 +265,8 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
         clone=rule_impls.rule_unscaled,
     )
     func = entry_function(module)
+    if state.common_scale_rule == "first":
+        state.compounding = compounding_constant_adds(func)
     wide = resolve_square_dtype(square_dtype, dtype)
     classes = wide_values(func) if wide is not None or dtype != "f32" else None
     if wide is not None:

@@ -124,6 +124,9 @@ class ScalifyState:
 
     # Runtime maxima of scales (common_scale): each one's operands, for ``Scope.can_drift``.
     maxima: dict[Scale, tuple[Scale, ...]] = field(default_factory=dict)
+    # Runtime + constant adds whose result's data later products raise to a power, rescaled
+    # under ``common-scale=first`` (drift.py).
+    compounding: set[ir.Operation] = field(default_factory=set)
 
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""
