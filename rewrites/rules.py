@@ -25,7 +25,9 @@ class Family:
 
 SAME_SCALE = Family("same-scale", "same op on data (float operands first brought to a common "
                     "power-of-two scale, exactly)", "the common scale (max of the inputs; "
-                    "the first operand's under common-scale=first, the f32 default)",
+                    "under common-scale=first, the f32 default, the first operand's that "
+                    "is one runtime factor as it is, an argument's own scale say, else the "
+                    "first operand's)",
                     impl.rule_same_scale)
 MERGE = Family("merge", "pieces of the operands put together, no arithmetic between them: "
                "operands at a common scale", "as same-scale, except that common-scale=max "
