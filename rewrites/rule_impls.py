@@ -203,6 +203,16 @@ def rule_same_scale(scope: Scope, op: ir.Operation) -> None:
     _same_scale(scope, op)
 
 
+def rule_additive(scope: Scope, op: ir.Operation) -> None:
+    """add, subtract: as same-scale. A runtime + constant add whose result later products
+    raise to a power (a series' ``y = x/2 - 2``, ``drift.py``) is then rescaled (amax):
+    whatever moved its data off unit (the constant dominating under common-scale=first, an
+    argument's data far from 1) would be multiplied by every step of the series."""
+    _same_scale(scope, op)
+    if op in scope.state.compounding:
+        scope.rescale_results(op, "amax:nearest")
+
+
 def rule_merge(scope: Scope, op: ir.Operation) -> None:
     """Ops that put pieces of their operands together without arithmetic between them
     (concatenate, max, pad): a common scale between the operands' (see Scope.common_scale)."""

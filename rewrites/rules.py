@@ -26,7 +26,9 @@ class Family:
 
 SAME_SCALE = Family("same-scale", "same op on data (float operands first brought to a common "
                     "power-of-two scale, exactly)", "the common scale (max of the inputs; "
-                    "the first operand's under common-scale=first, the f32 default)",
+                    "under common-scale=first, the f32 default, the first operand's that "
+                    "is one runtime factor as it is, an argument's own scale say, else the "
+                    "first operand's)",
                     impl.rule_same_scale)
 MERGE = Family("merge", "pieces of the operands put together, no arithmetic between them: "
                "operands at a common scale", "as same-scale, except that common-scale=max "
@@ -54,8 +56,11 @@ CHOOSE = Family("choose", "max/min/clamp: the result is one of the operands; one
                 "scale: constants follow it as in select; " + _PICKED,
                 "the runtime operand's scale, the midpoint, or the result's amax",
                 impl.rule_choose)
-ADDITIVE = Family("additive", "operands rescaled to the common scale, then added",
-                  "max of the scales", impl.rule_same_scale)
+ADDITIVE = Family("additive", "operands rescaled to the common scale, then added; under "
+                  "common-scale=first a runtime + constant add whose result later "
+                  "elementwise products raise to a power of 2 or more (a series' "
+                  "y = x/2 - 2) is then rescaled (amax)", "the common scale (as "
+                  "same-scale), or the rescaled one", impl.rule_additive)
 COMPARE = Family("compare", "operands at the midpoint of their exponents in a type that "
                  "holds both (f32 for f16 data), compared: the unscaled answer at any spread up "
                  "to 2^250", "none (boolean result)", impl.rule_compare)

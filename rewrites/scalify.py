@@ -13,6 +13,7 @@ from typing import Any
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites import rule_impls
+from scalify_hlo.rewrites.drift import compounding_constant_adds
 from scalify_hlo.rewrites.emitter import float_type, is_scalable_type
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
@@ -239,11 +240,14 @@ def data_dtype_name(raw: str) -> str:
 
 def resolve_common_scale_rule(rule: str, data_dtype: str) -> str:
     """``auto``: the runtime max where the data's exponent range is narrow (f16: no data may
-    grow); the first operand's scale where it is f32's (f32, bf16): one rescale instead of
-    two, and an in-place update such as SGD's hands the weight's scale back unchanged, so
-    the step returns the argument's own scale instead of computing one (a kernel per weight
-    on XLA:CPU). ``first`` is exact while operands are less than 2^126 apart; ``max`` (and
-    the midpoint for merging ops) beyond that too."""
+    grow); one operand's scale where it is f32's (f32, bf16): one rescale instead of two, and
+    an in-place update such as SGD's hands the weight's scale back unchanged, so the step
+    returns the argument's own scale instead of computing one (a kernel per weight on
+    XLA:CPU). ``first`` takes the first operand's scale that is one runtime factor as it is
+    (an argument's own, a loop carry's), else the first operand's (``scope._first_choice``);
+    it is exact
+    while operands are less than 2^126 apart, ``max`` (and the midpoint for merging ops)
+    beyond that too."""
     if rule == "auto":
         return "max" if data_dtype == "f16" else "first"
     return rule
@@ -264,6 +268,8 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
         clone=rule_impls.rule_unscaled,
     )
     func = entry_function(module)
+    if state.common_scale_rule == "first":
+        state.compounding = compounding_constant_adds(func)
     wide = resolve_square_dtype(square_dtype, dtype)
     classes = wide_values(func) if wide is not None or dtype != "f32" else None
     if wide is not None:
@@ -293,7 +299,8 @@ SCALIFY = register(PassInfo(
         Option("strict", bool, False, "make an op without a scale rule an error, not a "
                "warning"),
         Option("common-scale", str, "auto", "scale that add, select, concatenate... bring "
-               "their operands to when runtime scales differ: max, first (operand's), or auto "
+               "their operands to when runtime scales differ: max, first (an operand's: the "
+               "first that is an argument's or carry's own, else the first), or auto "
                "(max for f16 data, first otherwise)", choices=("auto", "max", "first")),
         Option("square-dtype", str, "auto", "data type of squares and of what they are added "
                "to (Adam's second moment): f16 cannot hold the square of a tensor whose entries "

@@ -124,6 +124,9 @@ class ScalifyState:
 
     # Runtime maxima of scales (common_scale): each one's operands, for ``Scope.can_drift``.
     maxima: dict[Scale, tuple[Scale, ...]] = field(default_factory=dict)
+    # Runtime + constant adds whose result's data later products raise to a power, rescaled
+    # under ``common-scale=first`` (drift.py).
+    compounding: set[ir.Operation] = field(default_factory=set)
 
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""
@@ -434,7 +437,7 @@ class Scope:
         if all(v.scale.same_factors(first) for v in scaled):
             return Scale(max(v.scale.exp for v in scaled), first.factors)
         if self.state.common_scale_rule == "first":
-            return first
+            return _first_choice(scaled)
         distinct: list[Scale] = []
         for value in scaled:
             if value.scale not in distinct:
@@ -904,6 +907,25 @@ class Scope:
             else:
                 self.set(old, news[position])
                 position += 1
+
+
+def _first_choice(values: Sequence[Scaled]) -> Scale:
+    """The ``common-scale=first`` choice: the first operand whose scale is one runtime factor
+    as it is (an argument's own scale, a loop carry's, a measured one), else the first
+    operand's.
+
+    The result's data inherits the drift from unit of the scale it takes, and each runtime
+    factor (an argument's scale, say) can carry its own: ``x @ w1 + b1`` at ``x @ w1``'s
+    scale holds x's and w1's, at ``b1``'s only b1's (an MLP with every input's data at
+    2^-20 flushed its loss at x's, w1's and w2's, squared). The cost is the same, one
+    operand rescaled. Such a scale is also stable from call to call: an update hands the
+    weight's own scale back in either order (``lr * g + w``), a loop carry keeps its own
+    each trip, where a scale shifted by a constant (``0.9 * mu``'s, 2^-1 times mu's) would
+    move by that constant on every call."""
+    for value in values:
+        if value.scale.single_factor is not None:
+            return value.scale
+    return values[0].scale
 
 
 def describe_runtime(scale: Scale) -> str:

@@ -19,7 +19,7 @@ from scalify_hlo.errors import ScalifyError
 
 # An all-zero tensor's scale with f16 data: the smallest normal f32 power of two, so that a
 # zero-initialized moment never dominates a common (max) scale; its data is 0 at any scale.
-# f32/bf16 data take the first operand's scale instead (scalify's common-scale=auto), where a
+# f32/bf16 data take one operand's scale instead (scalify's common-scale=auto), where a
 # zero tensor is better at scale 1 so that what is added to it stays near unit scale.
 ZERO_SCALE = 2.0 ** -126
 

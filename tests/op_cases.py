@@ -2152,6 +2152,84 @@ _case(
     note="x*0.1 + 1e-8 with x as small as 1e-9: neither term may be lost",
 )
 _case(
+    "clenshaw_series",
+    ("stablehlo.multiply", "stablehlo.subtract", "stablehlo.add", "stablehlo.constant"),
+    """
+    func.func public @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+      %half = stablehlo.constant dense<5.000000e-01> : tensor<3x4xf32>
+      %two = stablehlo.constant dense<2.000000e+00> : tensor<3x4xf32>
+      %c0 = stablehlo.constant dense<-1.300000e-08> : tensor<3x4xf32>
+      %c1 = stablehlo.constant dense<6.000000e-08> : tensor<3x4xf32>
+      %c2 = stablehlo.constant dense<-2.700000e-07> : tensor<3x4xf32>
+      %c3 = stablehlo.constant dense<1.100000e-06> : tensor<3x4xf32>
+      %c4 = stablehlo.constant dense<-4.400000e-06> : tensor<3x4xf32>
+      %c5 = stablehlo.constant dense<1.600000e-05> : tensor<3x4xf32>
+      %0 = stablehlo.multiply %half, %x : tensor<3x4xf32>
+      %y = stablehlo.subtract %0, %two : tensor<3x4xf32>
+      %1 = stablehlo.multiply %y, %c0 : tensor<3x4xf32>
+      %b1 = stablehlo.add %1, %c1 : tensor<3x4xf32>
+      %2 = stablehlo.multiply %y, %b1 : tensor<3x4xf32>
+      %3 = stablehlo.subtract %2, %c0 : tensor<3x4xf32>
+      %b2 = stablehlo.add %3, %c2 : tensor<3x4xf32>
+      %4 = stablehlo.multiply %y, %b2 : tensor<3x4xf32>
+      %5 = stablehlo.subtract %4, %b1 : tensor<3x4xf32>
+      %b3 = stablehlo.add %5, %c3 : tensor<3x4xf32>
+      %6 = stablehlo.multiply %y, %b3 : tensor<3x4xf32>
+      %7 = stablehlo.subtract %6, %b2 : tensor<3x4xf32>
+      %b4 = stablehlo.add %7, %c4 : tensor<3x4xf32>
+      %8 = stablehlo.multiply %y, %b4 : tensor<3x4xf32>
+      %9 = stablehlo.subtract %8, %b3 : tensor<3x4xf32>
+      %b5 = stablehlo.add %9, %c5 : tensor<3x4xf32>
+      %10 = stablehlo.subtract %b5, %b3 : tensor<3x4xf32>
+      %11 = stablehlo.multiply %10, %half : tensor<3x4xf32>
+      return %11 : tensor<3x4xf32>
+    }
+    """,
+    _inputs(uniform(lo=0.0, hi=8.0)),
+    note="bessel_i0e's Clenshaw recurrence, shortened: y = x/2 - 2 is raised to the 5th "
+    "power, so whatever moves its data off unit (2 dominating x at a small scale under "
+    "common-scale=first, x's own data far from 1) must be undone once, before the series",
+)
+_case(
+    "horner_polynomial",
+    ("stablehlo.multiply", "stablehlo.subtract", "stablehlo.add", "stablehlo.constant"),
+    """
+    func.func public @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+      %half = stablehlo.constant dense<5.000000e-01> : tensor<3x4xf32>
+      %two = stablehlo.constant dense<2.000000e+00> : tensor<3x4xf32>
+      %c0 = stablehlo.constant dense<5.000000e-01> : tensor<3x4xf32>
+      %c1 = stablehlo.constant dense<-2.500000e-01> : tensor<3x4xf32>
+      %c2 = stablehlo.constant dense<1.250000e-01> : tensor<3x4xf32>
+      %c3 = stablehlo.constant dense<1.000000e+00> : tensor<3x4xf32>
+      %c4 = stablehlo.constant dense<-7.500000e-01> : tensor<3x4xf32>
+      %c5 = stablehlo.constant dense<3.750000e-01> : tensor<3x4xf32>
+      %c6 = stablehlo.constant dense<1.500000e+00> : tensor<3x4xf32>
+      %c7 = stablehlo.constant dense<-6.250000e-02> : tensor<3x4xf32>
+      %0 = stablehlo.multiply %half, %x : tensor<3x4xf32>
+      %y = stablehlo.subtract %0, %two : tensor<3x4xf32>
+      %m7 = stablehlo.multiply %y, %c7 : tensor<3x4xf32>
+      %p6 = stablehlo.add %m7, %c6 : tensor<3x4xf32>
+      %m6 = stablehlo.multiply %p6, %y : tensor<3x4xf32>
+      %p5 = stablehlo.add %m6, %c5 : tensor<3x4xf32>
+      %m5 = stablehlo.multiply %p5, %y : tensor<3x4xf32>
+      %p4 = stablehlo.add %m5, %c4 : tensor<3x4xf32>
+      %m4 = stablehlo.multiply %p4, %y : tensor<3x4xf32>
+      %p3 = stablehlo.add %m4, %c3 : tensor<3x4xf32>
+      %m3 = stablehlo.multiply %p3, %y : tensor<3x4xf32>
+      %p2 = stablehlo.add %m3, %c2 : tensor<3x4xf32>
+      %m2 = stablehlo.multiply %p2, %y : tensor<3x4xf32>
+      %p1 = stablehlo.add %m2, %c1 : tensor<3x4xf32>
+      %m1 = stablehlo.multiply %p1, %y : tensor<3x4xf32>
+      %p0 = stablehlo.add %m1, %c0 : tensor<3x4xf32>
+      return %p0 : tensor<3x4xf32>
+    }
+    """,
+    _inputs(uniform(lo=0.0, hi=8.0)),
+    note="a degree-7 polynomial in y = x/2 - 2, Horner's form: every p * y + c keeps "
+    "p * y's scale under common-scale=first, so y's drift from unit is raised to the 7th "
+    "power unless y is rescaled once (rewrites/drift.py)",
+)
+_case(
     "adam_update",
     ("stablehlo.multiply", "stablehlo.add", "stablehlo.sqrt", "stablehlo.divide"),
     """

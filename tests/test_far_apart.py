@@ -101,16 +101,11 @@ def test_select_of_branches_2e300_apart_keeps_the_picked_values(dtype: str) -> N
         np.testing.assert_array_equal(got, want, err_msg=f"{dtype}, 2^{ka}, 2^{kb}")
 
 
-# Unit data at 2^-14 and below: y = x/2 - 2 (and 32/x - 2) under common-scale=first (the
-# f32 default) keeps x's scale while the constant dominates y, so y's data is 2^15 off unit
-# and 30 Clenshaw products overflow the data (a scale per tensor cannot follow non-unit data
-# through products: SWEEP_KNOWN's mlp_relu in test_op_exactness). common-scale=max passes.
-_FIRST_DRIFT = pytest.mark.xfail(strict=True, reason="data drift: runtime + constant add "
-                                 "keeps the runtime operand's scale under common-scale=first")
-
-
-@pytest.mark.parametrize("k", (14, 20, pytest.param(-14, marks=_FIRST_DRIFT),
-                               pytest.param(-20, marks=_FIRST_DRIFT)))
+# Unit data at 2^-14 and below: y = x/2 - 2 (and 32/x - 2) is dominated by the constant, and
+# under common-scale=first (the f32 default) it kept x's scale, so y's data was 2^15 off unit
+# and 30 Clenshaw products overflowed it. An add whose result products raise to a power is
+# rescaled once (rewrites/drift.py).
+@pytest.mark.parametrize("k", (14, 20, -14, -20))
 def test_bessel_i0e_is_exact_with_scaled_inputs(k: int) -> None:
     """bessel_i0e (two Clenshaw series and a select; issue 22, section 7), f32 data, unit
     data at scale 2^k: the discarded series is 2^(30k) from the picked one in the i32

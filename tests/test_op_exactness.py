@@ -147,11 +147,7 @@ def test_op_exactness(case: OpCase) -> None:
 
 SWEEP_EXPONENT = 20
 # Cases the sweep fails on for a known reason not fixed yet (strict: a pass fails the test).
-SWEEP_KNOWN = {
-    "mlp_relu": "data drift: every input at 2^20 with O(1) values has data 2^-20; two dots "
-    "and a square multiply the data down to 2^-126, where XLA flushes it (issue 22, s7: "
-    "scales alone cannot keep non-unit data in range through products)",
-}
+SWEEP_KNOWN: dict[str, str] = {}
 
 
 def _sweep(count: int, lo: int, hi: int) -> list[list[int]]:
