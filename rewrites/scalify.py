@@ -98,7 +98,67 @@ def _decode_sqrt(scope: Scope, value: Scaled, inside: ir.Type) -> Scaled:
     return Scaled(emit.convert(square, inside), value.scale.times(value.scale))
 
 
-def _encode_sqrt(scope: Scope, value: Scaled, storage: ir.Type) -> Scaled:
+# Bits of f32's significand that a 16-bit storage type drops (stochastic rounding).
+_DROPPED_BITS = {"f16": 13, "bf16": 16}
+# Multipliers of a 32-bit integer hash (murmur3's finalizer), as signed i32.
+_HASH_MULTIPLIERS = (-1640531535, -2048144789, -1028477387)
+
+
+def _hash_bits(scope: Scope, bits: ir.Value, t: ir.RankedTensorType) -> ir.Value:
+    """A pseudo-random i32 per element, from its own bits and its indices: the root changes
+    every step, so each element draws a new value each step (no state, no key)."""
+    emit = scope.emit
+
+    def splat(value: int) -> ir.Value:
+        return emit.broadcast_scalar(emit.int_scalar(value), t)
+
+    h = bits
+    for dim in range(t.rank):
+        index = emit.op("stablehlo.iota", [], [t], {
+            "iota_dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)}).result
+        h = emit.binary("stablehlo.xor", h, emit.binary(
+            "stablehlo.multiply", index, splat(_HASH_MULTIPLIERS[dim % 3])))
+    for shift, multiplier in ((16, _HASH_MULTIPLIERS[1]), (13, _HASH_MULTIPLIERS[2])):
+        h = emit.binary("stablehlo.xor", h,
+                        emit.binary("stablehlo.shift_right_logical", h, splat(shift)))
+        h = emit.binary("stablehlo.multiply", h, splat(multiplier))
+    return emit.binary("stablehlo.xor", h,
+                       emit.binary("stablehlo.shift_right_logical", h, splat(16)))
+
+
+def _stochastic_round(scope: Scope, data: ir.Value, storage: ir.Type) -> ir.Value:
+    """f32 ``data`` rounded stochastically to ``storage`` (f16, bf16): a random integer
+    below 2^dropped is added to the bits and the dropped bits cleared, so a value rounds up
+    with probability equal to its distance from the value below. A moving average whose
+    per-step change is below half a unit in the last place (Adam's b2 = 0.999 in f16: 2^-10)
+    keeps its expected value, where nearest rounding drops the change. Exact for values in
+    the storage type's normal range; smaller ones (f16 subnormals) and non-finite ones are
+    rounded to nearest."""
+    dropped = _DROPPED_BITS.get(str(storage))
+    if dropped is None:
+        return data
+    emit, types = scope.emit, scope.state.types
+    t = ir.RankedTensorType(data.type)
+    int_type = types.with_element_type(t, ir.IntegerType.get_signless(32))
+    bits = emit.unary("stablehlo.bitcast_convert", data, int_type)
+    noise = emit.binary("stablehlo.and", _hash_bits(scope, bits, int_type),
+                        emit.broadcast_scalar(emit.int_scalar((1 << dropped) - 1), int_type))
+    mask = emit.broadcast_scalar(emit.int_scalar(-(1 << dropped)), int_type)
+    dithered = emit.binary("stablehlo.and", emit.binary("stablehlo.add", bits, noise), mask)
+    rounded = emit.unary("stablehlo.bitcast_convert", dithered, t)
+    magnitude = emit.unary("stablehlo.abs", data)
+    smallest = 2.0 ** -14 if dropped == 13 else 2.0 ** -126  # the smallest normal
+    largest = 65504.0 if dropped == 13 else 3.0e38
+    i1 = types.with_element_type(t, ir.IntegerType.get_signless(1))
+    in_range = emit.op("stablehlo.and", [
+        emit.compare("GE", magnitude, emit.splat(smallest, t)),
+        emit.compare("LE", magnitude, emit.splat(largest, t))], [i1]).result
+    chosen = emit.op("stablehlo.select", [in_range, rounded, data], [t]).result
+    return emit.convert(chosen, storage)
+
+
+def _encode_sqrt(scope: Scope, value: Scaled, storage: ir.Type,
+                 stochastic: bool = False) -> Scaled:
     """A square as its signed square root ``sign(v) sqrt(|v|)`` in ``storage``: its binade
     span halves, so 16 bits hold squares of values spanning twice as many binades. The
     scale's exponent is made even first (an odd one moves a factor 2 into the data, in
@@ -116,7 +176,9 @@ def _encode_sqrt(scope: Scope, value: Scaled, storage: ir.Type) -> Scaled:
     root = emit.binary("stablehlo.multiply", emit.unary("stablehlo.sign", wide),
                        emit.unary("stablehlo.sqrt", emit.unary("stablehlo.abs", wide)))
     rescaled = scope.rescale(Scaled(root, Scale.dynamic(half)), "amax:nearest")
-    return Scaled(emit.convert(rescaled.data, storage), rescaled.scale)
+    data = (_stochastic_round(scope, rescaled.data, storage) if stochastic
+            else emit.convert(rescaled.data, storage))
+    return Scaled(data, rescaled.scale)
 
 
 def _scale_location(loc: ir.Location) -> ir.Location:
@@ -227,9 +289,11 @@ class SignatureSplit:
 
 
 def scalify_function(func: ir.Operation, state: ScalifyState,
-                     encoded: frozenset[ir.Value] = frozenset()) -> None:
+                     encoded: frozenset[ir.Value] = frozenset(),
+                     stochastic: bool = False) -> None:
     """Replace ``func`` by its scaled version (same name, flattened signature); the
-    arguments and results in ``encoded`` cross it as signed square roots."""
+    arguments and results in ``encoded`` cross it as signed square roots (rounded
+    stochastically to the data dtype with ``stochastic``)."""
     old_block = func.regions[0].blocks[0]
     probe = Scope(state, old_block)
     split = SignatureSplit(func, probe, encoded)
@@ -274,7 +338,8 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
     roots: dict[ir.Value, Scaled] = {}
     for value, is_encoded in zip(terminator.operands, split.encoded_results, strict=True):
         if is_encoded and value not in roots:
-            roots[value] = _encode_sqrt(scope, scope.scaled(value), state.data_dtype)
+            roots[value] = _encode_sqrt(scope, scope.scaled(value), state.data_dtype,
+                                        stochastic)
             state.context.bump("scalify.sqrt-encoded")
     for value, root in roots.items():
         scope.set(value, root)
@@ -332,7 +397,7 @@ def resolve_square_encoding(raw: str, square_dtype: str, data_dtype: str) -> boo
 
 def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: PassContext,
                    common_scale: str = "auto", square_dtype: str = "auto",
-                   square_encoding: str = "auto") -> None:
+                   square_encoding: str = "auto", square_rounding: str = "nearest") -> None:
     context.bump("inline.calls-inlined", inline_calls(module))
     remove_unused_private_functions(module)
     dtype = data_dtype_name(data_dtype)
@@ -358,7 +423,7 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
         state.set_wide(classes.bits, float_type("f32"))
         context.bump("scalify.bit-values", len(classes.bits))
     encoded = frozenset(_boundary_squares(func, classes.squares)) if encode else frozenset()
-    scalify_function(func, state, encoded)
+    scalify_function(func, state, encoded, square_rounding == "stochastic")
 
 
 def _boundary_squares(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Value]:
@@ -379,7 +444,7 @@ def _boundary_squares(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Valu
 def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
     scalify_module(module, options["data-dtype"], options["strict"], context,
                    options["common-scale"], options["square-dtype"],
-                   options["square-encoding"])
+                   options["square-encoding"], options["square-rounding"])
 
 
 SCALIFY = register(PassInfo(
@@ -403,5 +468,9 @@ SCALIFY = register(PassInfo(
                "second moment between steps): sqrt (data holds the signed square root, in "
                "the data dtype), none (as they are computed), or auto (sqrt for f16 data "
                "with square-dtype=auto)", choices=("auto", "sqrt", "none")),
+        Option("square-rounding", str, "nearest", "how a square's root is rounded to the "
+               "data dtype at the boundary: nearest, or stochastic (unbiased: a moving "
+               "average's changes below half an ulp are kept in expectation)",
+               choices=("nearest", "stochastic")),
     ),
 ))

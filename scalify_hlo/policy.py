@@ -19,6 +19,7 @@ RESCALE_POINTS = ("dot-outputs", "gradients", "outputs", "drifting-outputs")
 RESCALE_METHODS = ("amax", "rms")
 SCALE_ROUNDINGS = ("nearest", "up")
 SQUARE_ENCODINGS = ("auto", "sqrt", "none")
+SQUARE_ROUNDINGS = ("nearest", "stochastic")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class Policy:
         sqrt (the data holds the signed square root in the data dtype, the step squares it
         in square_dtype inside), none (as computed), or auto (sqrt for f16 data with
         square_dtype auto: Adam's state in 16 bits; square_dtype="float32" keeps f32).
+    square_rounding: nearest or stochastic rounding of a stored square root to the data
+        dtype (stochastic keeps a moving average's sub-ulp changes in expectation).
     """
 
     data_dtype: str = "float16"
@@ -61,6 +64,7 @@ class Policy:
     scale_rounding: str = "nearest"
     square_dtype: str = "auto"
     square_encoding: str = "auto"
+    square_rounding: str = "nearest"
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
@@ -88,6 +92,9 @@ class Policy:
         if self.square_encoding not in SQUARE_ENCODINGS:
             raise ScalifyError(f"unknown square_encoding '{self.square_encoding}' "
                                f"(use {', '.join(SQUARE_ENCODINGS)})")
+        if self.square_rounding not in SQUARE_ROUNDINGS:
+            raise ScalifyError(f"unknown square_rounding '{self.square_rounding}' "
+                               f"(use {', '.join(SQUARE_ROUNDINGS)})")
         if self.min_dot_size < 0:
             raise ScalifyError("min_dot_size must be >= 0")
 
@@ -100,6 +107,8 @@ class Policy:
                   else f" square-dtype={DATA_DTYPES[self.square_dtype]}")
         if self.square_encoding != "auto":
             square += f" square-encoding={self.square_encoding}"
+        if self.square_rounding != "nearest":
+            square += f" square-rounding={self.square_rounding}"
         passes.append(f"scalify{{data-dtype={DATA_DTYPES[self.data_dtype]}{square}}}")
         if self.fp8_dots:
             options = [f"forward-format={FP8_FORMATS[self.forward_format]}",

@@ -207,3 +207,56 @@ def test_a_saved_step_keeps_its_encodings(tmp_path: Path) -> None:
     for i in encoded:
         np.testing.assert_array_equal(np.asarray(opt_a[i].unscale()),
                                       np.asarray(opt_b[i].unscale()))
+
+
+def test_caller_made_state_in_another_encoding_is_encoded_again() -> None:
+    """A ScaledArray made by the caller (scale_tree: plain data * scale) where the step takes
+    a square root is re-encoded on the way in: the same outputs as from scale_args."""
+    from scalify_hlo import scale_tree
+
+    fn, args = _setup(optax.adam(1e-2))
+    adam, *rest = args[1]
+    adam = adam._replace(nu=jax.tree.map(lambda v: v + 1e-3, adam.nu))  # a nonzero nu
+    args = (args[0], (adam, *rest), *args[2:])
+    step = compile_scaled(fn, *args)
+    _, from_step, _ = step(*step.scale_args(*args))
+    _, from_caller, _ = step(*scale_tree(args[:2]), *args[2:])
+    for a, b in zip(jax.tree.leaves(unscale_tree(from_caller)),
+                    jax.tree.leaves(unscale_tree(from_step)), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=1e-6)
+    assert from_caller[0].nu["w1"].encoding == "sqrt"
+
+
+def test_stochastic_rounding_keeps_the_moving_average_unbiased() -> None:
+    """nu = 0.999 * 1 + 0.001 * 1.5^2: its root 1.000625 lies between the f16 values 1 and
+    1 + 2^-10. Nearest rounding stores 1 + 2^-10 for every element (nu 1.00195, 56% more
+    than the step's change); stochastic rounding stores either, 64% of them up, and the mean
+    is nu to a few parts in 1e5."""
+    from scalify_hlo.api import rewrite_module_source
+    from scalify_hlo.runner import run_module
+
+    n = 4096
+    text = f"""
+func.func public @main(%nu: tensor<{n}xf32>, %g: tensor<{n}xf32>) -> tensor<{n}xf32> {{
+  %b = stablehlo.constant dense<0.999> : tensor<{n}xf32>
+  %c = stablehlo.constant dense<1.000000e-03> : tensor<{n}xf32>
+  %0 = stablehlo.multiply %g, %g : tensor<{n}xf32>
+  %1 = stablehlo.multiply %c, %0 : tensor<{n}xf32>
+  %2 = stablehlo.multiply %b, %nu : tensor<{n}xf32>
+  %3 = stablehlo.add %2, %1 : tensor<{n}xf32>
+  return %3 : tensor<{n}xf32>
+}}"""
+    original = entry_signature(text)
+    inputs = [np.ones(n, np.float32), np.full(n, 1.5, np.float32)]
+    want = 0.999 + 0.001 * 2.25
+    means = {}
+    for rounding in ("nearest", "stochastic"):
+        pipeline = f"scalify{{data-dtype=f16 square-rounding={rounding}}},simplify"
+        scaled = rewrite_module_source(text, pipeline).output.decode()
+        encoded_in, encoded_out = entry_signature(scaled).original_encodings(original)
+        flat = split_inputs(original, inputs, data_dtype=[np.float16, np.float16],
+                            encoded=encoded_in)
+        means[rounding] = float(np.mean(join_outputs(original, run_module(scaled, flat),
+                                                     encoded_out)[0]))
+    assert abs(means["nearest"] - want) > 5e-4, means
+    assert abs(means["stochastic"] - want) < 1e-4, means

@@ -45,6 +45,9 @@ MODES: dict[str, Mode] = {m.name: m for m in (
     Mode("scalify-fp8", "scalify-hlo: FP8 dots (E4M3 forward, E5M2 gradients), f16 elsewhere "
          "(Adam's second moment stored by its square root in f16)",
          jnp.float32, Policy()),
+    Mode("scalify-fp8-sr", "scalify-fp8 with Adam's second moment's square root rounded "
+         "stochastically to f16 (square_rounding=stochastic)",
+         jnp.float32, Policy(square_rounding="stochastic")),
     Mode("scalify-fp8-sq32", "scalify-fp8 with Adam's second moment stored in f32 (the "
          "default before issue 19: square_dtype=float32)",
          jnp.float32, Policy(square_dtype="float32")),

@@ -3,6 +3,8 @@
 // RUN:   --pipeline 'scalify{data-dtype=f16 square-dtype=f32},simplify' | filecheck %s --check-prefix WIDE
 // RUN: scalify-hlo rewrite %s --split-input-file \
 // RUN:   --pipeline 'scalify{data-dtype=f32 square-encoding=sqrt},simplify' | filecheck %s --check-prefix F32
+// RUN: scalify-hlo rewrite %s --split-input-file \
+// RUN:   --pipeline 'scalify{data-dtype=f16 square-rounding=stochastic},simplify' | filecheck %s --check-prefix SR
 
 // Adam's second moment crosses the step boundary as its signed square root in f16 (default
 // square-encoding=auto with f16 data): the argument's data is marked scalify.encoding = "sqrt"
@@ -29,6 +31,20 @@
 // CHECK:         stablehlo.multiply [[SIGNED]], {{.*}} : tensor<4xf32>
 // CHECK:         stablehlo.convert {{.*}} : (tensor<4xf32>) -> tensor<4xf16>
 // CHECK:         return {{.*}} : tensor<4xf16>, tensor<f32>
+
+// square-rounding=stochastic: the root's f32 bits plus a hash of its bits and index, below
+// 2^13 (the bits f16 drops), with those bits cleared: rounds up with probability equal to
+// the distance from the value below; outside f16's normal range, nearest (the select).
+// SR-LABEL: func.func public @main
+// SR:         [[BITS:%.*]] = stablehlo.bitcast_convert [[ROOT:%.*]] : (tensor<4xf32>) -> tensor<4xi32>
+// SR-NEXT:    stablehlo.iota dim = 0 : tensor<4xi32>
+// SR:         stablehlo.xor
+// SR:         [[NOISE:%.*]] = stablehlo.and {{.*}} : tensor<4xi32>
+// SR:         [[SUM:%.*]] = stablehlo.add [[BITS]], [[NOISE]] : tensor<4xi32>
+// SR-NEXT:    [[CUT:%.*]] = stablehlo.and [[SUM]], {{.*}} : tensor<4xi32>
+// SR-NEXT:    [[SR:%.*]] = stablehlo.bitcast_convert [[CUT]] : (tensor<4xi32>) -> tensor<4xf32>
+// SR:         [[PICK:%.*]] = stablehlo.select {{.*}}, [[SR]], [[ROOT]] : tensor<4xi1>, tensor<4xf32>
+// SR-NEXT:    stablehlo.convert [[PICK]] : (tensor<4xf32>) -> tensor<4xf16>
 
 // An explicit square-dtype keeps squares as they are computed: f32 data across the boundary.
 // WIDE-LABEL: func.func public @main
