@@ -295,7 +295,7 @@ def _run_outputs(module: host.LoadedModule, pairing: host.Pairing | None,
     flat = run_module(module.text, host.split_for(pairing, arrays) if original else arrays)
     if raw:
         return flat
-    joined = host.join_outputs(pairing.original, flat)
+    joined = host.join_outputs(pairing.original, flat, pairing.encoded_results)
     return host_run.joined_in_original_dtypes(pairing.original, joined)
 
 

@@ -69,6 +69,9 @@ class LeafSpec:
     shape: tuple[int, ...]
     dtype: np.dtype
     key_impl: str | None = None  # a PRNG key array's implementation; dtype is its data's
+    # How the step stores it: "" (data * scale) or "sqrt" (a square, by its signed square
+    # root: Adam's second moment under the default policy; docs/scaled-signature.md).
+    encoding: str = ""
 
     @property
     def scaled(self) -> bool:
@@ -227,6 +230,8 @@ class ScaledStep:
                 f"the pipeline '{pipeline}' does not give the scaled calling convention (a "
                 f"(data, scale) pair per floating argument: {expected} arguments, got "
                 f"{len(signature[0].inputs)}); compile_scaled needs one with scalify")
+        self._in_specs = _with_encodings(self._in_specs, signature[0].sqrt_inputs)
+        self._out_specs = _with_encodings(self._out_specs, signature[0].sqrt_results)
         self._report = Report(result.ops_before, result.ops_after, dict(result.context.stats),
                               list(result.context.warnings),
                               list(result.context.records or []), pipeline)
@@ -240,9 +245,11 @@ class ScaledStep:
         and trees and ``_first_same_scale``: run by ``__init__`` and by ``load_scaled``
         (which passes the bank layout it saved)."""
         self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
+        self._in_encodings = [spec.encoding for spec in self._in_specs]
         self._out_scaled = [spec.scaled for spec in self._out_specs]
-        # (output index, its index in the bank) of every scaled output, in order.
-        self._out_slots = [(index, position) for position, index in
+        # (output index, its index in the bank, its encoding) of every scaled output.
+        self._out_slots = [(index, position, self._out_specs[index].encoding)
+                           for position, index in
                            enumerate(i for i, scaled in enumerate(self._out_scaled) if scaled)]
         # Where scale_args puts each argument's scale in its bank: at the index of the output
         # with the same path and shape (the state a training step returns), so that the
@@ -288,8 +295,8 @@ class ScaledStep:
         """``values``, changed in place: each scaled output a ScaledArray whose scale is its
         element of ``vector``."""
         bank, make = ScaleBank(vector), _banked
-        for index, position in self._out_slots:
-            values[index] = make(values[index], bank, position)
+        for index, position, encoding in self._out_slots:
+            values[index] = make(values[index], bank, position, encoding)
         return values
 
     def _flatten(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any], tuple[int, ...]]:
@@ -308,9 +315,12 @@ class ScaledStep:
                                f"for: expected {self._in_tree}") from None
         banks: list[Any] = []
         layout = [PLAIN] * len(flat)
+        encodings = self._in_encodings
         for position, leaf in enumerate(flat):
             if type(leaf) is not ScaledArray:
                 continue
+            if leaf.encoding != encodings[position]:  # rare: state made by the caller
+                leaf = as_scaled(leaf, leaf.dtype, encodings[position])
             bank = leaf._bank
             if bank is None:
                 scale = leaf._scale
@@ -353,7 +363,7 @@ class ScaledStep:
                 inputs.append(leaf if spec.key_impl is None else jax.random.key_data(leaf))
                 continue
             if code == PLAIN:
-                value = as_scaled(leaf, dtype)
+                value = as_scaled(leaf, dtype, spec.encoding)
             elif code == OWN:
                 value = as_scaled(ScaledArray(*leaf), dtype)
             elif code == SPLIT:
@@ -378,7 +388,7 @@ class ScaledStep:
                 outputs.append(data)
                 scales.append(scale)
             else:
-                outputs.append(ScaledArray(data, scale).unscale(spec.dtype))
+                outputs.append(ScaledArray(data, scale, spec.encoding).unscale(spec.dtype))
         return outputs, (self._bank_vector(scales) if scales else None)
 
     def _bank_vector(self, scales: list[Any]) -> jax.Array:
@@ -459,11 +469,12 @@ class ScaledStep:
         self._check_leaves(flat, layout)
         # A host value becomes an array of the step's dtype, not weakly typed: the dtype
         # the step returns it in, so that feeding outputs back runs the same program.
-        converted = [_scaled_arg(leaf, dtype, f"args{spec.path}") if spec.scaled else
+        converted = [_scaled_arg(leaf, dtype, f"args{spec.path}", spec.encoding)
+                     if spec.scaled else
                      jnp.asarray(leaf, spec.dtype) if _is_host_value(value) else leaf
                      for value, leaf, spec, dtype in zip(given, leaves, self._in_specs,
                                                          self._data_dtypes, strict=True)]
-        converted = [ScaledArray(_committed(v.data), _committed(v.scale))
+        converted = [ScaledArray(_committed(v.data), _committed(v.scale), v.encoding)
                      if isinstance(v, ScaledArray) else _committed(v) for v in converted]
         if all(slot is None for slot in self._arg_slots):
             return tuple(jax.tree.unflatten(self._in_tree, converted))
@@ -472,7 +483,7 @@ class ScaledStep:
             if slot is not None:
                 scales[slot] = jnp.asarray(value.scale, jnp.float32)
         bank = ScaleBank(_committed(jnp.stack(scales)))
-        leaves = [value if slot is None else ScaledArray.in_bank(value.data, bank, slot)
+        leaves = [value if slot is None else _banked(value.data, bank, slot, value.encoding)
                   for value, slot in zip(converted, self._arg_slots, strict=True)]
         return tuple(jax.tree.unflatten(self._in_tree, leaves))
 
@@ -525,18 +536,37 @@ def _as_jax_value(leaf: Any) -> Any:
     return jnp.asarray(leaf) if _is_host_value(leaf) else leaf
 
 
-def _scaled_arg(leaf: Any, dtype: Any, name: str) -> ScaledArray:
-    """``leaf`` as ``scale_args`` hands it out: data of ``dtype`` and a power-of-two scale.
-    A ScaledArray's scale is read and checked (once: scale_args starts a loop), and one that
-    is not a power of two is split (``split_pow2``, as a call would split it)."""
+def _scaled_arg(leaf: Any, dtype: Any, name: str, encoding: str = "") -> ScaledArray:
+    """``leaf`` as ``scale_args`` hands it out: data of ``dtype`` and a power-of-two scale,
+    in the argument's ``encoding``. A ScaledArray's scale is read and checked (once:
+    scale_args starts a loop), and one that is not a power of two is split (``split_pow2``,
+    as a call would split it)."""
     if isinstance(leaf, ScaledArray) and not is_known_pow2(scale := leaf.scale):
         if isinstance(scale, jax.core.Tracer):  # scale_args inside jax.jit
             _check_scale_type(name, scale)
-            return split_pow2(leaf.data, scale, dtype)
-        value = check_scale(np.asarray(scale), name)
-        if not is_pow2(value):
-            return split_pow2(leaf.data, value, dtype)
-    return as_scaled(leaf, dtype)
+            leaf = _with_encoding(split_pow2(leaf.data, scale, dtype), leaf.encoding)
+        else:
+            value = check_scale(np.asarray(scale), name)
+            if not is_pow2(value):
+                leaf = _with_encoding(split_pow2(leaf.data, value, dtype), leaf.encoding)
+    return as_scaled(leaf, dtype, encoding)
+
+
+def _with_encoding(value: ScaledArray, encoding: str) -> ScaledArray:
+    return ScaledArray(value.data, value.scale, encoding)
+
+
+def _with_encodings(specs: list[LeafSpec], sqrt_indices: tuple[int, ...]) -> list[LeafSpec]:
+    """``specs`` with the encoding of each one whose data (at its flat position in the
+    scaled signature) is listed in ``sqrt_indices``."""
+    encoded = set(sqrt_indices)
+    marked: list[LeafSpec] = []
+    position = 0
+    for spec in specs:
+        marked.append(dataclasses.replace(spec, encoding="sqrt") if position in encoded
+                      else spec)
+        position += 2 if spec.scaled else 1
+    return marked
 
 
 def _check_scale_type(name: str, scale: Any) -> None:

@@ -41,7 +41,9 @@ def pair_module(module: LoadedModule, info: ModuleInfo) -> Pairing | None:
             raise InputError(f"{module.name}: its entry signature is not the scaled form of "
                              f"the original one it records (scalify.original_type)")
         return None
-    return Pairing(info.original, 0, scaled_data_dtype(info.original, module.signature), dtypes)
+    encoded_inputs, encoded_results = module.signature.original_encodings(info.original)
+    return Pairing(info.original, 0, scaled_data_dtype(info.original, module.signature), dtypes,
+                   encoded_inputs, encoded_results)
 
 
 def flat_positions(specs: Sequence[TensorSpec]) -> list[int]:

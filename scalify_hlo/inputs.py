@@ -292,6 +292,10 @@ class Pairing:
     scaled: int | None = None
     data_dtype: str | None = None
     input_data_dtypes: tuple[str | None, ...] = ()
+    # Per original input and result: whether the scaled module takes or returns it as a
+    # signed square root (``sqrt`` encoding, docs/scaled-signature.md).
+    encoded_inputs: tuple[bool, ...] = ()
+    encoded_results: tuple[bool, ...] = ()
 
 
 def pair_signatures(a: LoadedModule, b: LoadedModule) -> Pairing:
@@ -301,7 +305,9 @@ def pair_signatures(a: LoadedModule, b: LoadedModule) -> Pairing:
     for original, scaled, side in ((a.signature, b.signature, 1), (b.signature, a.signature, 0)):
         dtypes = scaled_data_dtypes(original, scaled)
         if dtypes is not None:
-            return Pairing(original, side, scaled_data_dtype(original, scaled), dtypes)
+            encoded_inputs, encoded_results = scaled.original_encodings(original)
+            return Pairing(original, side, scaled_data_dtype(original, scaled), dtypes,
+                           encoded_inputs, encoded_results)
     raise InputError(f"incompatible entry signatures: {_first_difference(a, b)}; neither "
                      f"module is the other or its scaled rewrite")
 
@@ -333,7 +339,8 @@ def split_for(pairing: Pairing, inputs: Sequence[np.ndarray]) -> list[np.ndarray
     """``inputs`` (in ``pairing.original``'s signature) as the scaled module takes them:
     (data, scale) pairs in each input's data dtype, scales from the RMS."""
     dtypes = [ELEMENT_DTYPES[d] if d is not None else None for d in pairing.input_data_dtypes]
-    return split_inputs(pairing.original, inputs, data_dtype=dtypes)
+    return split_inputs(pairing.original, inputs, data_dtype=dtypes,
+                        encoded=pairing.encoded_inputs)
 
 
 def run_pair(pairing: Pairing, modules: tuple[LoadedModule, LoadedModule],
@@ -347,7 +354,7 @@ def run_pair(pairing: Pairing, modules: tuple[LoadedModule, LoadedModule],
     for side, module in enumerate(modules):
         if side == pairing.scaled:
             raw = run_module(module.text, split_for(pairing, inputs))
-            outputs.append(join_outputs(pairing.original, raw))
+            outputs.append(join_outputs(pairing.original, raw, pairing.encoded_results))
         else:
             outputs.append(run_module(module.text, list(inputs)))
     return outputs[0], outputs[1]

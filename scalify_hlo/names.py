@@ -19,6 +19,11 @@ RESULT_NAME_ATTR = "jax.result_info"
 # The entry function type before ``scalify`` split it (a function attribute of the rewrite).
 ORIGINAL_TYPE_ATTR = "scalify.original_type"
 DATA_SUFFIX, SCALE_SUFFIX = ".data", ".scale"
+# On an argument's or result's data half: how its data encodes the value. ``sqrt``: the data
+# holds the signed square root, ``original = x * |x|`` with ``x = data * scale``
+# (docs/scaled-signature.md).
+ENCODING_ATTR = "scalify.encoding"
+SQRT_ENCODING = "sqrt"
 
 
 def location_name(loc: ir.Location) -> str | None:

@@ -20,6 +20,8 @@ FP8_FORMATS = {"float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2",
 RESCALE_POINTS = ("dot-outputs", "gradients", "outputs", "drifting-outputs")
 RESCALE_METHODS = ("amax", "rms")
 SCALE_ROUNDINGS = ("nearest", "up")
+SQUARE_ENCODINGS = ("auto", "sqrt", "none")
+SQUARE_ROUNDINGS = ("nearest", "stochastic")
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,12 @@ class Policy:
         auto (float32 for f16 data, else the data type), float32, bfloat16 or float16. f16
         cannot hold the square of a tensor whose entries span more than 12 binades; bfloat16
         keeps memory at 16 bits but rounds the moving average coarsely.
+    square_encoding: how squares cross the step boundary (the second moment between steps):
+        sqrt (the data holds the signed square root in the data dtype, the step squares it
+        in square_dtype inside), none (as computed), or auto (sqrt for f16 data with
+        square_dtype auto: Adam's state in 16 bits; square_dtype="float32" keeps f32).
+    square_rounding: nearest or stochastic rounding of a stored square root to the data
+        dtype (stochastic keeps a moving average's sub-ulp changes in expectation).
     """
 
     data_dtype: str = "float16"
@@ -57,6 +65,8 @@ class Policy:
     rescale_method: str = "amax"
     scale_rounding: str = "nearest"
     square_dtype: str = "auto"
+    square_encoding: str = "auto"
+    square_rounding: str = "nearest"
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
@@ -81,6 +91,12 @@ class Policy:
         if self.square_dtype != "auto" and self.square_dtype not in DATA_DTYPES:
             raise ScalifyError(f"unsupported square_dtype '{self.square_dtype}' "
                                f"(use auto, float32, bfloat16 or float16)")
+        if self.square_encoding not in SQUARE_ENCODINGS:
+            raise ScalifyError(f"unknown square_encoding '{self.square_encoding}' "
+                               f"(use {', '.join(SQUARE_ENCODINGS)})")
+        if self.square_rounding not in SQUARE_ROUNDINGS:
+            raise ScalifyError(f"unknown square_rounding '{self.square_rounding}' "
+                               f"(use {', '.join(SQUARE_ROUNDINGS)})")
         if self.min_dot_size < 0:
             raise ScalifyError("min_dot_size must be >= 0")
 
@@ -107,6 +123,10 @@ class Policy:
                           f"method={self.rescale_method} rounding={self.scale_rounding}}}")
         square = ("" if self.square_dtype == "auto"
                   else f" square-dtype={DATA_DTYPES[self.square_dtype]}")
+        if self.square_encoding != "auto":
+            square += f" square-encoding={self.square_encoding}"
+        if self.square_rounding != "nearest":
+            square += f" square-rounding={self.square_rounding}"
         passes.append(f"scalify{{data-dtype={DATA_DTYPES[self.data_dtype]}{square}}}")
         if self.fp8_dots:
             options = [f"forward-format={FP8_FORMATS[self.forward_format]}",

@@ -42,7 +42,9 @@ from scalify_hlo.rewrites import Record
 
 FORMAT = "scalify-hlo saved step"
 # Bump when what the wrapper reads changes meaning (the bank layout, the leaf specs...).
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Formats this version reads: 1 had no encodings (every leaf data * scale).
+_READABLE_VERSIONS = (1, 2)
 _MEMBERS = ("meta.json", "exported.bin", "trees.bin", "stages.json")
 
 
@@ -101,7 +103,7 @@ def _meta(step: ScaledStep) -> dict[str, Any]:
 
 def _spec_json(spec: LeafSpec) -> dict[str, Any]:
     return {"path": spec.path, "shape": list(spec.shape), "dtype": np.dtype(spec.dtype).name,
-            "key_impl": spec.key_impl}
+            "key_impl": spec.key_impl, "encoding": spec.encoding}
 
 
 def _serialized_trees(step: ScaledStep) -> bytes:
@@ -160,7 +162,7 @@ def _parse_meta(path: str | os.PathLike[str], raw: bytes) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ScalifyError(f"'{path}' is not a saved scalify-hlo step (bad meta.json)")
     version = meta.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in _READABLE_VERSIONS:
         raise ScalifyError(
             f"'{path}' was saved by scalify-hlo {meta.get('scalify_hlo_version', '?')} in "
             f"saved-step format {version}; scalify-hlo {__version__} reads format "
@@ -204,7 +206,14 @@ def _rebuild(meta: dict[str, Any], exported: jax_export.Exported,
 
 def _spec(entry: dict[str, Any]) -> LeafSpec:
     return LeafSpec(str(entry["path"]), tuple(int(d) for d in entry["shape"]),
-                    np.dtype(jax.numpy.dtype(entry["dtype"])), entry["key_impl"])
+                    np.dtype(jax.numpy.dtype(entry["dtype"])), entry["key_impl"],
+                    _encoding(entry.get("encoding", "")))
+
+
+def _encoding(raw: Any) -> str:
+    if raw not in ("", "sqrt"):
+        raise ValueError(f"unknown encoding {raw!r}")
+    return str(raw)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -22,6 +22,11 @@ from scalify_hlo.errors import ScalifyError
 # f32/bf16 data take one operand's scale instead (scalify's common-scale=auto), where a
 # zero tensor is better at scale 1 so that what is added to it stays near unit scale.
 ZERO_SCALE = 2.0 ** -126
+# A ScaledArray's encoding: "" (``value = data * scale``) or "sqrt" (the data holds the signed
+# square root: ``value = x * |x|`` with ``x = data * scale``; squares between steps, such as
+# Adam's second moment, see docs/scaled-signature.md).
+SQRT = "sqrt"
+ENCODINGS = ("", SQRT)
 
 
 def zero_tensor_scale(dtype: Any) -> float:
@@ -85,15 +90,21 @@ class ScaledArray:
     buffer per call instead of one per scale): its ``ScaledArray`` outputs hold the bank and
     their index in it, and ``scale`` reads the element when first asked for. Feeding such
     outputs back to the step passes the bank's vector, not the elements.
+
+    ``encoding`` "sqrt": the data holds the signed square root of the value (a step stores
+    squares that way between calls); ``unscale()`` returns the value either way.
     """
 
-    __slots__ = ("data", "_scale", "_bank", "_index")
+    __slots__ = ("data", "_scale", "_bank", "_index", "encoding")
 
-    def __init__(self, data: Any, scale: Any) -> None:
+    def __init__(self, data: Any, scale: Any, encoding: str = "") -> None:
+        if encoding not in ENCODINGS:
+            raise ScalifyError(f"unknown ScaledArray encoding {encoding!r} (use '' or 'sqrt')")
         self.data = data
         self._scale = scale
         self._bank: Any = None
         self._index = -1
+        self.encoding = encoding
 
     @classmethod
     def in_bank(cls, data: Any, bank: ScaleBank, index: int) -> ScaledArray:
@@ -115,12 +126,12 @@ class ScaledArray:
         """The bank this scale lives in and its index there; None for a scale of its own."""
         return None if self._bank is None else (self._bank, self._index)
 
-    def tree_flatten(self) -> tuple[tuple[Any, Any], None]:
-        return (self.data, self.scale), None
+    def tree_flatten(self) -> tuple[tuple[Any, Any], str | None]:
+        return (self.data, self.scale), self.encoding or None
 
     @classmethod
-    def tree_unflatten(cls, aux: None, children: tuple[Any, Any]) -> ScaledArray:
-        return cls(*children)
+    def tree_unflatten(cls, aux: str | None, children: tuple[Any, Any]) -> ScaledArray:
+        return cls(*children, encoding=aux or "")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -133,20 +144,24 @@ class ScaledArray:
     def unscale(self, dtype: Any = jnp.float32) -> jax.Array:
         """The represented value, computed in f32 and cast to ``dtype``."""
         value = jnp.asarray(self.data, jnp.float32) * jnp.asarray(self.scale, jnp.float32)
+        if self.encoding == SQRT:
+            value = value * jnp.abs(value)
         return value.astype(dtype)
 
     def __repr__(self) -> str:
-        return f"ScaledArray(data={self.data!r}, scale={self.scale!r})"
+        encoding = f", encoding={self.encoding!r}" if self.encoding else ""
+        return f"ScaledArray(data={self.data!r}, scale={self.scale!r}{encoding})"
 
 
 _new_scaled = object.__new__
 
 
-def banked(data: Any, bank: ScaleBank, index: int) -> ScaledArray:
+def banked(data: Any, bank: ScaleBank, index: int, encoding: str = "") -> ScaledArray:
     """``ScaledArray.in_bank`` without the classmethod call: a step makes one per scaled
     output on every call."""
     value = _new_scaled(ScaledArray)
     value.data, value._scale, value._bank, value._index = data, None, bank, index
+    value.encoding = encoding
     return value
 
 
@@ -172,14 +187,24 @@ def pow2_scale(x: Any, dtype: Any = jnp.float16) -> jax.Array:
                      jnp.where(rms > 0, scale, 1.0))
 
 
-def as_scaled(x: Any, dtype: Any = jnp.float16) -> ScaledArray:
-    """Split ``x`` into data of ``dtype`` and a power-of-two scale from its RMS."""
+def as_scaled(x: Any, dtype: Any = jnp.float16, encoding: str | None = None) -> ScaledArray:
+    """Split ``x`` into data of ``dtype`` and a power-of-two scale from its RMS; with
+    ``encoding="sqrt"`` the data holds the signed square root (the scale is the root's).
+    A ScaledArray keeps its encoding unless ``encoding`` names another one (then it is
+    unscaled and encoded again)."""
     if isinstance(x, ScaledArray):
-        return ScaledArray(jnp.asarray(x.data).astype(dtype), jnp.asarray(x.scale, jnp.float32))
-    scale = pow2_scale(x, dtype)
-    data = (jnp.asarray(x, jnp.float32) / scale).astype(dtype)
+        if encoding is None or encoding == x.encoding:
+            return ScaledArray(jnp.asarray(x.data).astype(dtype),
+                               jnp.asarray(x.scale, jnp.float32), x.encoding)
+        x = x.unscale()
+    encoding = encoding or ""
+    value = jnp.asarray(x, jnp.float32)
+    if encoding == SQRT:
+        value = jnp.sign(value) * jnp.sqrt(jnp.abs(value))
+    scale = pow2_scale(value, dtype)
+    data = (value / scale).astype(dtype)
     _mark_pow2(scale)
-    return ScaledArray(data, scale)
+    return ScaledArray(data, scale, encoding)
 
 
 # ----- scales that are not powers of two ----------------------------------------------------

@@ -17,6 +17,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.names import ENCODING_ATTR, SQRT_ENCODING, string_attr
 from scalify_hlo.scaled_array import zero_tensor_scale
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 
@@ -55,6 +56,26 @@ class EntrySignature:
     # Indices of the inputs listed as scales (SCALE_ARGS_ATTR): each one scales the input
     # before it. Not part of equality: a signature is its types.
     scale_inputs: tuple[int, ...] = field(default=(), compare=False)
+    # Indices of the inputs and results whose data holds a signed square root (``sqrt``
+    # encoding, ``scalify.encoding``): ``original = x * |x|``, ``x = data * scale``.
+    sqrt_inputs: tuple[int, ...] = field(default=(), compare=False)
+    sqrt_results: tuple[int, ...] = field(default=(), compare=False)
+
+    def original_encodings(self, original: EntrySignature
+                           ) -> tuple[tuple[bool, ...], tuple[bool, ...]]:
+        """Per input and per result of ``original`` (whose scaled form this is), whether it
+        crosses this signature as a signed square root."""
+        return (_per_original(original.inputs, set(self.sqrt_inputs)),
+                _per_original(original.results, set(self.sqrt_results)))
+
+
+def _per_original(specs: tuple[TensorSpec, ...], encoded: set[int]) -> tuple[bool, ...]:
+    flags: list[bool] = []
+    position = 0
+    for spec in specs:
+        flags.append(position in encoded)
+        position += 2 if spec.is_scaled else 1
+    return tuple(flags)
 
 
 def _spec(t: ir.Type) -> TensorSpec:
@@ -74,7 +95,30 @@ def signature_of(module: ir.Module) -> EntrySignature:
     func = entry_function(module)
     function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
     signature = signature_of_type(function_type)
-    return replace(signature, scale_inputs=_scale_inputs(func, signature.inputs))
+    return replace(signature, scale_inputs=_scale_inputs(func, signature.inputs),
+                   sqrt_inputs=_sqrt_encoded(func, "arg_attrs"),
+                   sqrt_results=_sqrt_encoded(func, "res_attrs"))
+
+
+def _sqrt_encoded(func: ir.Operation, attrs_name: str) -> tuple[int, ...]:
+    """The indices of the arguments or results whose data is ``scalify.encoding = "sqrt"``."""
+    if attrs_name not in func.attributes:
+        return ()
+    attrs = func.attributes[attrs_name]
+    return tuple(index for index in range(len(ir.ArrayAttr(attrs)))
+                 if string_attr(attrs, index, ENCODING_ATTR) == SQRT_ENCODING)
+
+
+def encode_sqrt(x: np.ndarray) -> np.ndarray:
+    """The signed square root ``sign(x) sqrt(|x|)`` of a value stored ``sqrt``-encoded."""
+    x = np.asarray(x)
+    return np.sign(x) * np.sqrt(np.abs(x))
+
+
+def decode_sqrt(x: np.ndarray) -> np.ndarray:
+    """The value ``x * |x|`` of a signed square root ``x``."""
+    x = np.asarray(x)
+    return x * np.abs(x)
 
 
 def _scale_inputs(func: ir.Operation, inputs: tuple[TensorSpec, ...]) -> tuple[int, ...]:
@@ -115,12 +159,14 @@ def pow2_scale_of(x: np.ndarray, data_dtype: np.dtype | None = None) -> np.float
 
 def split_inputs(original: EntrySignature, inputs: Sequence[np.ndarray],
                  scales: Sequence[float | None] | None = None,
-                 data_dtype: np.dtype | Sequence[np.dtype | None] | None = None
-                 ) -> list[np.ndarray]:
+                 data_dtype: np.dtype | Sequence[np.dtype | None] | None = None,
+                 encoded: Sequence[bool] = ()) -> list[np.ndarray]:
     """Flatten original inputs into the scaled convention: floats become (x / s, s).
 
     ``scales`` gives one power of two per input (None or missing: from the RMS);
-    ``data_dtype`` one dtype for all data, or one per input (see ``input_data_dtypes``).
+    ``data_dtype`` one dtype for all data, or one per input (see ``input_data_dtypes``);
+    ``encoded`` per input, whether it is ``sqrt``-encoded (``original_encodings``): its
+    signed square root is split, and a scale given for it is the root's.
     """
     if len(inputs) != len(original.inputs):
         raise ScalifyError(f"expected {len(original.inputs)} inputs, got {len(inputs)}")
@@ -130,6 +176,8 @@ def split_inputs(original: EntrySignature, inputs: Sequence[np.ndarray],
         if not spec.is_scaled:
             flat.append(x.astype(spec.dtype, copy=False))
             continue
+        if index < len(encoded) and encoded[index]:
+            x = encode_sqrt(x.astype(np.float64))
         scale = scales[index] if scales is not None and index < len(scales) else None
         dtype = (data_dtype[index] if isinstance(data_dtype, (list, tuple))
                  else data_dtype)
@@ -166,14 +214,19 @@ def input_data_dtypes(original: EntrySignature, scaled: EntrySignature) -> list[
     return dtypes
 
 
-def join_outputs(original: EntrySignature, raw: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Regroup a scaled module's outputs into the original ones (``data * scale`` in f32)."""
+def join_outputs(original: EntrySignature, raw: Sequence[np.ndarray],
+                 encoded: Sequence[bool] = ()) -> list[np.ndarray]:
+    """Regroup a scaled module's outputs into the original ones (``data * scale`` in f32,
+    squared back for the results ``encoded`` as signed square roots)."""
     joined: list[np.ndarray] = []
     position = 0
-    for spec in original.results:
+    for index, spec in enumerate(original.results):
         if spec.is_scaled:
             data, scale = raw[position], raw[position + 1]
-            joined.append((np.asarray(data, np.float32) * np.float32(scale)).astype(np.float32))
+            value = (np.asarray(data, np.float32) * np.float32(scale)).astype(np.float32)
+            if index < len(encoded) and encoded[index]:
+                value = decode_sqrt(value)
+            joined.append(value)
             position += 2
         else:
             joined.append(np.asarray(raw[position]))

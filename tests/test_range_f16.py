@@ -83,9 +83,11 @@ func.func public @main(%g: tensor<256xf32>, %mu: tensor<256xf32>, %nu: tensor<25
 def _adam_update(pipeline: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
     scaled = rewrite_text(ADAM_UPDATE, pipeline)
     signature = entry_signature(ADAM_UPDATE)
-    dtypes = input_data_dtypes(signature, entry_signature(scaled))
-    return join_outputs(signature, run_module(scaled, split_inputs(signature, inputs,
-                                                                   data_dtype=dtypes)))
+    scaled_signature = entry_signature(scaled)
+    dtypes = input_data_dtypes(signature, scaled_signature)
+    encoded_inputs, encoded_results = scaled_signature.original_encodings(signature)
+    flat = split_inputs(signature, inputs, data_dtype=dtypes, encoded=encoded_inputs)
+    return join_outputs(signature, run_module(scaled, flat), encoded_results)
 
 
 def test_adam_second_moment_of_gradients_spanning_20_binades() -> None:
@@ -93,18 +95,21 @@ def test_adam_second_moment_of_gradients_spanning_20_binades() -> None:
     zeros. In f16 the small squares flush, nu is 0 where mu is not, and mu / eps is far
     from mu / sqrt(nu) (an MLP on MNIST diverges from it in two steps); with squares in
     f32 (square-dtype=auto) every update matches f32 Adam, and zero gradients give zero
-    updates, not 0 / 0."""
+    updates, not 0 / 0; so does nu stored by its square root in f16 (the default) or in
+    f32 (square-encoding=none)."""
     rng = np.random.default_rng(0)
     g = (rng.choice([-1, 1], 256) * 2.0 ** rng.uniform(-20, 0, 256) * 1e-2).astype(np.float32)
     g[:16] = 0
     inputs = [g, np.zeros(256, np.float32), np.zeros(256, np.float32)]
     reference = run_module(ADAM_UPDATE, inputs)
-    got = _adam_update("scalify{data-dtype=f16},simplify", inputs)
-    for name, want, have in zip(("update", "mu", "nu"), reference, got, strict=True):
-        assert np.all(np.isfinite(have)), name
-        np.testing.assert_allclose(have, want, rtol=2e-3, atol=1e-3 * np.abs(want).max(),
-                                   err_msg=name)
-    assert np.all(got[0][:16] == 0)
+    for encoding in ("auto", "none"):
+        got = _adam_update(f"scalify{{data-dtype=f16 square-encoding={encoding}}},simplify",
+                           inputs)
+        for name, want, have in zip(("update", "mu", "nu"), reference, got, strict=True):
+            assert np.all(np.isfinite(have)), name
+            np.testing.assert_allclose(have, want, rtol=2e-3, atol=1e-3 * np.abs(want).max(),
+                                       err_msg=f"{name}, square-encoding={encoding}")
+        assert np.all(got[0][:16] == 0)
     flushed = _adam_update("scalify{data-dtype=f16 square-dtype=f16},simplify", inputs)
     nonzero = reference[0] != 0
     wrong = np.abs(flushed[0] - reference[0])[nonzero] > 0.5 * np.abs(reference[0])[nonzero]
@@ -116,7 +121,8 @@ def test_mixed_data_types_pair_with_the_original() -> None:
     from scalify_hlo.inputs import scaled_data_dtype, scaled_data_dtypes
 
     original = entry_signature(ADAM_UPDATE)
-    scaled = entry_signature(rewrite_text(ADAM_UPDATE, "scalify{data-dtype=f16},simplify"))
+    scaled = entry_signature(rewrite_text(
+        ADAM_UPDATE, "scalify{data-dtype=f16 square-encoding=none},simplify"))
     assert scaled_data_dtypes(original, scaled) == ("f16", "f16", "f32")
     assert scaled_data_dtype(original, scaled) == "f16+f32"
     assert input_data_dtypes(original, scaled) == [np.float16, np.float16, np.float32]
@@ -158,22 +164,30 @@ func.func public @main(%g: tensor<8xf32>, %nu: tensor<8xf32>, %p: tensor<i1>)
 """
 
 
-def test_squares_through_while_if_and_reduce() -> None:
-    """Loop carries, branch results and reductions of wide values keep consistent types."""
+@pytest.mark.parametrize("encoding, nu_dtype, rtol", [("none", np.float32, 2e-3),
+                                                      ("auto", np.float16, 4e-3)])
+def test_squares_through_while_if_and_reduce(encoding: str, nu_dtype: type,
+                                             rtol: float) -> None:
+    """Loop carries, branch results and reductions of wide values keep consistent types
+    (f32 inside; at the boundary f32, or by the square root in f16 by default: nu is rounded
+    to 11 bits of its root going in and coming out, 2^-10 of nu each)."""
     rng = np.random.default_rng(0)
     g = (rng.choice([-1, 1], 8) * 2.0 ** rng.uniform(-18, 0, 8)).astype(np.float32)
     nu = (np.abs(g) ** 2 * 0.3).astype(np.float32)
-    scaled = rewrite_text(SQUARES_IN_REGIONS, "scalify{data-dtype=f16},simplify")
+    scaled = rewrite_text(SQUARES_IN_REGIONS,
+                          f"scalify{{data-dtype=f16 square-encoding={encoding}}},simplify")
     signature = entry_signature(SQUARES_IN_REGIONS)
-    dtypes = input_data_dtypes(signature, entry_signature(scaled))
-    assert dtypes[1] == np.float32
+    scaled_signature = entry_signature(scaled)
+    dtypes = input_data_dtypes(signature, scaled_signature)
+    assert dtypes[1] == nu_dtype
+    encoded_inputs, encoded_results = scaled_signature.original_encodings(signature)
     for branch in (True, False):
         inputs = [g, nu, np.array(branch)]
         reference = run_module(SQUARES_IN_REGIONS, inputs)
-        got = join_outputs(signature, run_module(scaled, split_inputs(signature, inputs,
-                                                                      data_dtype=dtypes)))
+        flat = split_inputs(signature, inputs, data_dtype=dtypes, encoded=encoded_inputs)
+        got = join_outputs(signature, run_module(scaled, flat), encoded_results)
         for want, have in zip(reference, got, strict=True):
-            np.testing.assert_allclose(have, want, rtol=2e-3)
+            np.testing.assert_allclose(have, want, rtol=rtol)
 
 
 def test_a_constant_branch_stays_in_range_beside_a_zero_tensors_tiny_scale() -> None:

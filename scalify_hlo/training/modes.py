@@ -39,11 +39,21 @@ MODES: dict[str, Mode] = {m.name: m for m in (
     Mode("fp32", "plain JAX, f32 everywhere", jnp.float32, None),
     Mode("bf16", "JAX mixed precision: bf16 compute, f32 master weights and Adam state",
          jnp.bfloat16, None),
-    Mode("scalify-f16", "scalify-hlo: f16 data (weights, Adam's first moment; the second in "
-         "f32), f16 dots",
+    Mode("scalify-f16", "scalify-hlo: f16 data (weights, Adam's moments; the second stored by "
+         "its square root, computed in f32), f16 dots",
          jnp.float32, Policy(fp8_dots=False)),
-    Mode("scalify-fp8", "scalify-hlo: FP8 dots (E4M3 forward, E5M2 gradients), f16 elsewhere",
+    Mode("scalify-fp8", "scalify-hlo: FP8 dots (E4M3 forward, E5M2 gradients), f16 elsewhere "
+         "(Adam's second moment stored by its square root in f16)",
          jnp.float32, Policy()),
+    Mode("scalify-fp8-sr", "scalify-fp8 with Adam's second moment's square root rounded "
+         "stochastically to f16 (square_rounding=stochastic)",
+         jnp.float32, Policy(square_rounding="stochastic")),
+    Mode("scalify-fp8-sq32", "scalify-fp8 with Adam's second moment stored in f32 (the "
+         "default before issue 19: square_dtype=float32)",
+         jnp.float32, Policy(square_dtype="float32")),
+    Mode("scalify-f16-sq32", "scalify-f16 with Adam's second moment stored in f32 "
+         "(square_dtype=float32)",
+         jnp.float32, Policy(fp8_dots=False, square_dtype="float32")),
     Mode("scalify-f16-sq16", "scalify-f16 with every value in f16, Adam's second moment "
          "included (16-bit state; diverges where gradients span more than 12 binades)",
          jnp.float32, Policy(fp8_dots=False, square_dtype="float16")),

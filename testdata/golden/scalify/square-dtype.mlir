@@ -1,9 +1,11 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16},simplify' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16 square-encoding=none},simplify' | filecheck %s
 // RUN: scalify-hlo rewrite %s --split-input-file \
 // RUN:   --pipeline 'scalify{data-dtype=f16 square-dtype=f16},simplify' | filecheck %s --check-prefix F16
 
 // Squares keep f32 data when the data dtype is f16 (square-dtype=auto): f16 cannot hold the
-// square of a tensor whose entries span more than 12 binades. What the square is added to
+// square of a tensor whose entries span more than 12 binades. (square-encoding=none: squares
+// cross the boundary as computed; the default stores them as square roots, see
+// square-encoding.mlir.) What the square is added to
 // (Adam's second moment, an argument and a result here) is f32 too, and constants that meet
 // it are made in f32 (0.999, not f16's 0.99902). The two terms meet at the max of their i32
 // exponents, and the f32 sum is returned with the excess over the f32 scale in its data.
