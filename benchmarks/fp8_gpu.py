@@ -364,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     step_fn, example_args = models.gpt_step(**shape)
     bf16_fn, _ = models.gpt_step(**shape, compute_dtype=jnp.bfloat16)
     text, export_s = timed(lambda: models.export_text(step_fn, example_args))
-    chunk, rewrite_s = timed(lambda: rewrite_module_source(text, DEFAULT_PIPELINE))
+    chunk, rewrite_s = timed(lambda: rewrite_module_source(text, DEFAULT_PIPELINE,
+                                                                 count_ops=True))
     if chunk.error is not None or chunk.output is None:
         print(f"rewrite failed: {chunk.error}", file=sys.stderr)
         return 1
