@@ -372,8 +372,10 @@ def doc_section(result: dict[str, Any]) -> str:
     text = [
         "`python benchmarks/rewrite_cost.py` (`--quick` for a smoke run). GPT training steps "
         f"(Adam) of d_model {config['d_model']}, {config['n_heads']} heads, context "
-        f"{config['context']}, vocab {config['vocab']}, batch {config['batch']}, and the "
-        "GPT-2-small shaped step (12 layers, d_model 768, 12 heads, context 256). *rewrite*: "
+        f"{config['context']}, vocab {config['vocab']}, batch {config['batch']}"
+        + (", and the GPT-2-small shaped step (12 layers, d_model 768, 12 heads, context 256)"
+           if any(r["step"] == GPT2_LABEL for r in result["steps"]) else "")
+        + ". *rewrite*: "
         "`rewrite_module_source` as `scalify-hlo rewrite` runs it (parse, verify, passes, "
         "verify, print), process CPU time, median of "
         f"{result['rounds']} rounds ({result['gpt2_rounds']} for GPT-2-small) interleaved "
