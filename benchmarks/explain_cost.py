@@ -51,7 +51,8 @@ def parse_args() -> argparse.Namespace:
 
 def rewrite(text: str, records: bool, cpu: list[float]) -> Any:
     start = time.process_time()
-    result = rewrite_module_source(text, DEFAULT_PIPELINE, records=records)
+    result = rewrite_module_source(text, DEFAULT_PIPELINE, records=records,
+                                   count_ops=True)
     cpu.append(time.process_time() - start)
     if result.error is not None:
         raise SystemExit(f"rewrite failed: {result.error}")

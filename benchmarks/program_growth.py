@@ -4,8 +4,9 @@ Why this script exists: scalify turns every floating tensor into a (data, scale)
 scalar scale arithmetic. The StableHLO op count grows, but what costs time at run time is what
 XLA compiles it into: if the scale arithmetic fuses into the kernels that use it, the compiled
 program has the same kernels as the original. So this script counts both, for the original step
-and for its rewrite with ``inline,scalify{data-dtype=f32},simplify`` (f32 data: the same
-numbers, so any growth is the scale bookkeeping alone).
+and for its rewrite in two modes: f32 (``inline,scalify{data-dtype=f32},simplify``: the same
+numbers, so any growth is the scale bookkeeping alone) and the default policy (f16 data, FP8
+dots, rescale at gradients: what a user gets).
 
 What is counted (``common.hlo_counts``, on ``compiled_hlo_text``, XLA's optimized HLO):
 
@@ -27,7 +28,12 @@ Counted for two compiled programs of the rewrite:
   ``scale_args``): the same module inside a ``jax.jit`` that takes and returns the scales as
   one f32 vector per call, so a step's returned scales are one kernel, not one each.
 
-Target: at most 1.2x the original's fusions.
+Also, with the ``gpu-aot`` extra (``scalify_hlo.gpu_aot``), the original and the rewritten
+module compiled without a GPU for an H100 SXM (Triton GEMM off, so that FP8 dots show as
+``__cublas$lt$matmul$f8`` calls): fusions (kernels launched per step), optimized HLO
+instructions and FP8 GEMMs.
+
+Target: at most 1.2x the original's fusions (XLA:CPU, and the H100 target where measured).
 
     python benchmarks/program_growth.py            # sample steps + a 2-layer GPT step
     python benchmarks/program_growth.py --quick    # sample steps only, no doc
@@ -62,8 +68,11 @@ from common import (
     verdict,
 )
 
-from scalify_hlo import compile_scaled
+from scalify_hlo import compile_scaled, gpu_aot
+from scalify_hlo.policy import DEFAULT_PIPELINE
 from scalify_hlo.runner import compiled_hlo_text
+
+MODES = {"f32": SCALIFY_F32, "default": DEFAULT_PIPELINE}
 
 MAX_FUSION_RATIO = 1.2
 
@@ -71,7 +80,11 @@ MAX_FUSION_RATIO = 1.2
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_gpt_arguments(parser)
-    parser.add_argument("--pipeline", default=SCALIFY_F32, help="rewrite (%(default)s)")
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES),
+                        help="rewrites: f32 and/or the default policy (%(default)s)")
+    parser.add_argument("--no-h100", action="store_true",
+                        help="skip the deviceless H100 compiles (skipped anyway without the "
+                             "gpu-aot extra)")
     parser.add_argument("--no-gpt", action="store_true", help="sample steps only")
     parser.add_argument("--quick", action="store_true", help="sample steps only, no doc")
     parser.add_argument("--out", type=Path, default=RESULTS / "program_growth.json")
@@ -97,7 +110,12 @@ def compile_scaled_hlo(step_fn: Any, example: tuple[Any, ...], pipeline: str) ->
     return step.lower(*step.scale_args(*example)).compile().as_text()
 
 
-def measure(name: str, text: str, pipeline: str, factory: Any) -> dict[str, Any]:
+def h100_counts(text: str) -> dict[str, Any]:
+    return gpu_aot.compile_h100(text).counts()
+
+
+def measure(name: str, text: str, mode: str, factory: Any, h100: bool) -> dict[str, Any]:
+    pipeline = MODES[mode]
     inlined = rewrite_or_fail(text, "inline")
     rewritten = rewrite_or_fail(text, pipeline)
     original_hlo = hlo_counts(compiled_hlo_text(text))
@@ -112,8 +130,15 @@ def measure(name: str, text: str, pipeline: str, factory: Any) -> dict[str, Any]
     tensor_fusions = (rewritten_hlo.fusions - rewritten_hlo.scalar_fusions,
                       original_hlo.fusions - original_hlo.scalar_fusions)
     step_hlo = hlo_counts(compile_scaled_hlo(*factory, pipeline))
+    gpu: dict[str, Any] = {}
+    if h100:
+        gpu = {"h100_original": h100_counts(text), "h100_rewritten": h100_counts(rewritten)}
+        gpu["h100_fusion_ratio"] = ratio(gpu["h100_rewritten"]["fusions"],
+                                         gpu["h100_original"]["fusions"])
+        gpu["h100_instruction_ratio"] = ratio(gpu["h100_rewritten"]["instructions"],
+                                              gpu["h100_original"]["instructions"])
     return {
-        "model": name, "ops": ops,
+        "model": name, "mode": mode, "pipeline": pipeline, "ops": ops, **gpu,
         "op_ratio": ratio(ops["rewritten"], ops["original_inlined"]),
         "hlo_original": original_hlo.as_dict(), "hlo_rewritten": rewritten_hlo.as_dict(),
         "fusion_ratio": ratio(rewritten_hlo.fusions, original_hlo.fusions),
@@ -130,7 +155,7 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
     out = []
     for r in rows:
         o, w = r["hlo_original"], r["hlo_rewritten"]
-        out.append([r["model"], r["ops"]["original_inlined"], r["ops"]["rewritten"],
+        out.append([r["model"], r["mode"], r["ops"]["original_inlined"], r["ops"]["rewritten"],
                     f"{r['op_ratio']:.2f}", o["fusions"], w["fusions"],
                     f"{r['fusion_ratio']:.2f}",
                     f"{o['scalar_fusions']} -> {w['scalar_fusions']} "
@@ -143,7 +168,22 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
     return out
 
 
-HEADERS = ["model", "ops", "ops rewritten", "ops x", "fusions", "fusions module",
+def h100_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    out = []
+    for r in rows:
+        o, w = r["h100_original"], r["h100_rewritten"]
+        out.append([r["model"], r["mode"], o["fusions"], w["fusions"],
+                    f"{r['h100_fusion_ratio']:.2f}", o["instructions"], w["instructions"],
+                    f"{r['h100_instruction_ratio']:.2f}",
+                    f"{o['rank0_instructions']} -> {w['rank0_instructions']}",
+                    w["cublas_f8"]])
+    return out
+
+
+H100_HEADERS = ["model", "mode", "H100 fusions", "fusions rewritten", "fusions x",
+                "HLO instructions", "instructions rewritten", "instructions x",
+                "rank-0 instructions", "FP8 GEMMs"]
+HEADERS = ["model", "mode", "ops", "ops rewritten", "ops x", "fusions", "fusions module",
            "fusions x", "scalar fusions (expensive)", "non-scalar fusions x", "executed",
            "executed module", "executed x", "fusions compile_scaled", "fusions x",
            "executed compile_scaled", "executed x"]
@@ -153,11 +193,26 @@ def doc_section(result: dict[str, Any]) -> str:
     rows = result["models"]
     worst = max(rows, key=lambda r: r["fusion_ratio"])
     worst_step = max(rows, key=lambda r: r["compile_scaled_fusion_ratio"])
-    expensive = sum(r["hlo_rewritten"]["scalar_fusions_expensive"] for r in rows)
-    scalar = sum(r["hlo_rewritten"]["scalar_fusions"] for r in rows)
+    f32_rows = [r for r in rows if r["mode"] == "f32"] or rows
+    expensive = sum(r["hlo_rewritten"]["scalar_fusions_expensive"] for r in f32_rows)
+    scalar = sum(r["hlo_rewritten"]["scalar_fusions"] for r in f32_rows)
+    modes = ", ".join(f"*{m}*: `{MODES[m]}`" for m in result["modes"])
+    h100 = []
+    if result["h100"]:
+        worst_gpu = max(rows, key=lambda r: r["h100_fusion_ratio"])
+        h100 = ["", "The original and the rewritten module compiled without a GPU for an H100 "
+                "SXM (`scalify_hlo.gpu_aot`, Triton GEMM off so that FP8 dots show as "
+                "cuBLASLt calls; *FP8 GEMMs*: `__cublas$lt$matmul$f8` calls; *rank-0*: "
+                "instructions with a scalar result, fused ones included):", "",
+                markdown_table(H100_HEADERS, h100_rows(rows)), "",
+                f"* At most {MAX_FUSION_RATIO}x the original's fusions on the H100 target: "
+                f"**{verdict(result['h100_target_met'])}** (worst: {worst_gpu['model']}, "
+                f"{worst_gpu['mode']}, {worst_gpu['h100_fusion_ratio']:.2f}x)."]
+    else:
+        h100 = ["", "H100 target: not measured (needs the `gpu-aot` extra)."]
     return "\n".join([
         "`python benchmarks/program_growth.py`. Each step as exported (*original*) and "
-        f"rewritten with `{result['pipeline']}`, both compiled with XLA:CPU "
+        f"rewritten in each mode ({modes}), both compiled with XLA:CPU "
         "(`compiled_hlo_text`). *ops*: StableHLO operations of the original after `inline` "
         "(the like-for-like baseline: the rewrite inlines JAX's private functions) and of the "
         "rewrite. *fusions*: HLO instructions with opcode `fusion` in the optimized module "
@@ -174,11 +229,11 @@ def doc_section(result: dict[str, Any]) -> str:
         "", markdown_table(HEADERS, table_rows(rows)), "",
         f"* At most {MAX_FUSION_RATIO}x the original's fusions, the `compile_scaled` "
         f"program: **{verdict(result['target_met'])}** (worst: {worst_step['model']}, "
-        f"{worst_step['compile_scaled_fusion_ratio']:.2f}x). The module compiled as is: "
-        f"**{verdict(result['module_target_met'])}** (worst: {worst['model']}, "
-        f"{worst['fusion_ratio']:.2f}x).",
-        f"* Without the scalar fusions the worst ratio is "
-        f"{max(r['tensor_fusion_ratio'] for r in rows):.2f}x: the scale arithmetic (i32 "
+        f"{worst_step['mode']}, {worst_step['compile_scaled_fusion_ratio']:.2f}x). The module "
+        f"compiled as is: **{verdict(result['module_target_met'])}** (worst: "
+        f"{worst['model']}, {worst['mode']}, {worst['fusion_ratio']:.2f}x).",
+        f"* f32 mode: without the scalar fusions the worst ratio is "
+        f"{max(r['tensor_fusion_ratio'] for r in f32_rows):.2f}x: the scale arithmetic (i32 "
         "exponents) fuses into the tensor kernels that use it; what is left over are small "
         "vectors: the bank of a `compile_scaled` program and the loop-invariant scales that "
         "`simplify` (`hoist-loop-scales`) computes before a while loop, up to 8 per kernel, "
@@ -188,11 +243,12 @@ def doc_section(result: dict[str, Any]) -> str:
         "module, about one per eight in the `compile_scaled` program, which builds them as "
         "one vector ("
         + ", ".join(f"{r['model']}: {r['returned_scalar_fusions']} of "
-                    f"{r['hlo_rewritten']['scalar_fusions']}" for r in rows)
+                    f"{r['hlo_rewritten']['scalar_fusions']}" for r in f32_rows)
         + " scalar fusions of the module are returned: Adam gives its parameters and moments "
         "new scales every step, SGD with f32 data keeps each weight's). "
         f"{expensive} of the rewritten steps' {scalar} scalar "
         "fusions contain an op XLA calls expensive.",
+        *h100,
     ])
 
 
@@ -206,23 +262,31 @@ def main(argv: list[str] | None = None) -> int:
         factory = models.gpt_step(**config)
         texts[gpt_label(config)] = models.export_text(*factory)
         factories[gpt_label(config)] = factory
+    h100 = not args.no_h100 and gpu_aot.available()
     rows = []
     for name, text in texts.items():
-        print(f"{name} ...", flush=True)
-        rows.append(measure(name, text, args.pipeline, factories[name]))
+        for mode in args.modes:
+            print(f"{name} {mode} ...", flush=True)
+            rows.append(measure(name, text, mode, factories[name], h100))
     worst = max(r["fusion_ratio"] for r in rows)
     worst_step = max(r["compile_scaled_fusion_ratio"] for r in rows)
-    result = {"environment": environment(), "pipeline": args.pipeline, "models": rows,
-              "max_fusion_ratio": MAX_FUSION_RATIO, "worst_fusion_ratio": worst,
+    result = {"environment": environment(), "modes": args.modes, "models": rows,
+              "h100": h100, "max_fusion_ratio": MAX_FUSION_RATIO, "worst_fusion_ratio": worst,
               "worst_compile_scaled_fusion_ratio": worst_step,
               "module_target_met": worst <= MAX_FUSION_RATIO,
               "target_met": worst_step <= MAX_FUSION_RATIO}
+    if h100:
+        result["worst_h100_fusion_ratio"] = max(r["h100_fusion_ratio"] for r in rows)
+        result["h100_target_met"] = result["worst_h100_fusion_ratio"] <= MAX_FUSION_RATIO
     print(format_table(HEADERS, table_rows(rows)))
+    if h100:
+        print(format_table(H100_HEADERS, h100_rows(rows)))
     print(f"\nfusions <= {MAX_FUSION_RATIO}x original: compile_scaled program "
           f"{verdict(result['target_met'])} (worst {worst_step:.2f}x); module as is "
           f"{verdict(result['module_target_met'])} (worst {worst:.2f}x)")
     for r in rows:
-        print(f"  {r['model']}: fusions by kind {r['hlo_original']['fusions_by_kind']} -> "
+        print(f"  {r['model']} {r['mode']}: fusions by kind "
+              f"{r['hlo_original']['fusions_by_kind']} -> "
               f"{r['hlo_rewritten']['fusions_by_kind']}; executed by opcode "
               f"{r['hlo_original']['executed_by_opcode']} -> "
               f"{r['hlo_rewritten']['executed_by_opcode']}")

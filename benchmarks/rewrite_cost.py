@@ -1,31 +1,33 @@
-"""What the rewrite costs: the full pipeline's time against XLA:CPU's compile of the same step.
+"""What the rewrite costs: its own time, and what the rewritten module costs XLA to compile.
 
 Why this script exists: scalify-hlo sits between ``jax.export`` and XLA, so its time adds to
-every compile. It is worth its keep only if it stays small next to the compile it precedes and
-grows linearly with the module (a quadratic pass would be invisible on the sample steps and
-painful on a real model). The machine these numbers come from is shared and noisy, so every
-figure is a ratio against XLA's compile time measured in the same rounds, and all sizes are
-measured in alternation (round r: every size's rewrite and compile, the order reversed on odd
-rounds) so that a load spike hits all of them alike.
+every compile, and the module it hands XLA must not cost XLA (compile time, kernels) much more
+than the original: the FP8 gain is lost if the scale arithmetic multiplies the kernels. This
+script measures both, per GPT training step size, for the default policy (f16 data, FP8 dots,
+rescale at gradients) and for f32 mode (``inline,scalify{data-dtype=f32},simplify``).
 
-Measured, for GPT training steps (``testdata/models.py`` ``gpt_step``, Adam) of 1, 2, 4, 8 and
-16 layers at a moderate width (default d_model 256, 4 heads, context 128, vocab 256, batch 8):
+Steps: ``testdata/models.py`` ``gpt_step`` (Adam) of 1, 2, 4, 8 and 16 layers at a moderate
+width (default d_model 256, 4 heads, context 128, vocab 256, batch 8), and the GPT-2-small
+shaped step (12 layers, d_model 768, 12 heads, context 256). Per step and mode:
 
-* rewrite: ``rewrite_module_source(text, DEFAULT_PIPELINE)``: parse, verify, inline, scalify
-  (f16 data), fp8-dots, simplify (each pass followed by a verify), print. Exactly what
-  ``scalify-hlo rewrite`` does;
-* compile: ``scalify_hlo.runner.compile_module(text)`` of the ORIGINAL module on XLA:CPU;
-* ops: operations of the original module (what ``--stats`` reports as "before").
+* rewrite: ``rewrite_module_source(text, pipeline)`` as ``scalify-hlo rewrite`` runs it (parse,
+  verify, passes, verify, print), process CPU time (all threads; the machine is shared, CPU
+  time is what load disturbs least), median of ``--rounds`` rounds interleaved with XLA:CPU's
+  compile of the original (the order reversed every other round; ratios paired per round);
+  and one run split by phase (parse, each pass, the final verify, print);
+* XLA:CPU: compile time (CPU time) of the original and of the rewritten module, and the
+  optimized HLO's instructions (every computation, fused ones included) and fusions;
+* H100 (with the ``gpu-aot`` extra, ``scalify_hlo.gpu_aot``; ``--no-h100`` to skip): the same
+  compiled deviceless for an H100 SXM with Triton GEMM off, plus the ``__cublas$lt$matmul$f8``
+  calls against the FP8 dots of the rewritten module.
 
-Targets: rewrite time at most 10% of XLA's compile time at every size; growth linear in the op
-count (log-log slope of median rewrite time against op count at most 1.1 over the sizes).
+Targets (issue 17): XLA compile time of the rewritten module at most 1.3x the original's (CPU
+and H100), optimized HLO instructions at most 1.5x, H100 fusions at most 1.2x; every FP8 dot a
+cuBLASLt FP8 GEMM; the rewrite at most 10% of the original's XLA:CPU compile at every size,
+under 0.6 s CPU for the GPT-2-small step with the default policy, and linear in the op count
+(log-log slope of rewrite time against op count at most 1.1 over the GPT series).
 
-Separately, the GPT-2-small-shaped step (12 layers, d_model 768, 12 heads, context 256):
-median of 3 full-pipeline runs under 1 s (an absolute target, so the result also gives the
-ratio to the parse/verify/print round trip with no passes, measured interleaved, and the
-per-pass split of one run).
-
-    python benchmarks/rewrite_cost.py            # full run (about 10 minutes on 2 cores)
+    python benchmarks/rewrite_cost.py            # full run (long: compiles of 16 layers)
     python benchmarks/rewrite_cost.py --quick    # smoke run: 1 and 2 layers, one round
 
 Results: ``docs/results/rewrite_cost.json``, ``docs/figures/rewrite_cost.png`` and the
@@ -35,7 +37,10 @@ Results: ``docs/results/rewrite_cost.json``, ``docs/figures/rewrite_cost.png`` a
 from __future__ import annotations
 
 import argparse
+import gc
 import math
+import re
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -44,96 +49,172 @@ from typing import Any
 from common import (
     RESULTS,
     ROOT,
+    SCALIFY_F32,
     add_gpt_arguments,
     environment,
     format_table,
     gpt_config,
     gpt_label,
-    interleaved,
     load_average,
     load_models,
     markdown_table,
-    paired_ratio,
     publish,
     summary,
-    timed,
     verdict,
 )
 from scalify_hlo.rewrites import PassContext, parse_pipeline, run_pipeline
 
+from scalify_hlo import gpu_aot
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.policy import DEFAULT_PIPELINE
 from scalify_hlo.runner import compile_module
 
 FIGURE = ROOT / "docs" / "figures" / "rewrite_cost.png"
+MODES = {"default": DEFAULT_PIPELINE, "f32": SCALIFY_F32}
+MAX_COMPILE_RATIO = 1.3
+MAX_INSTRUCTION_RATIO = 1.5
+MAX_H100_FUSION_RATIO = 1.2
 MAX_COMPILE_FRACTION = 0.10
 MAX_SLOPE = 1.1
-GPT2_LIMIT_S = 1.0
+GPT2_LIMIT_S = 0.6
+GPT2_LABEL = "GPT-2-small"
 GPT2 = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256, "vocab": 256,
         "batch": 8}
+_FP8_DOT = re.compile(r"stablehlo\.dot_general .*: \(tensor<[^>]*xf8E[^>]*>, tensor<[^>]*xf8E")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16],
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 4, 8, 16],
                         help="decoder layers of each GPT step (%(default)s)")
     add_gpt_arguments(parser)
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
     parser.add_argument("--rounds", type=int, default=3,
-                        help="interleaved rounds of rewrite + compile per size (%(default)s)")
-    parser.add_argument("--gpt2-rounds", type=int, default=3,
-                        help="full-pipeline runs of the GPT-2-small step (%(default)s)")
+                        help="interleaved rounds of rewrite + original compile (%(default)s)")
+    parser.add_argument("--gpt2-rounds", type=int, default=2,
+                        help="the same for the GPT-2-small step (%(default)s)")
     parser.add_argument("--no-gpt2", action="store_true", help="skip the GPT-2-small step")
+    parser.add_argument("--no-h100", action="store_true",
+                        help="skip the deviceless H100 compiles (skipped anyway without the "
+                             "gpu-aot extra)")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke run: sizes 1 2, one round, GPT-2-small once, no doc")
+                        help="smoke run: sizes 1 2, one round, no GPT-2-small, no doc")
     parser.add_argument("--out", type=Path, default=RESULTS / "rewrite_cost.json")
     parser.add_argument("--figure", type=Path, default=FIGURE)
     parser.add_argument("--no-doc", action="store_true",
                         help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     if args.quick:
-        args.sizes, args.rounds, args.gpt2_rounds, args.no_doc = [1, 2], 1, 1, True
+        args.sizes, args.rounds, args.no_gpt2, args.no_doc = [1, 2], 1, True, True
     if args.rounds < 1 or args.gpt2_rounds < 1:
         parser.error("--rounds and --gpt2-rounds must be >= 1")
     return args
 
 
-def full_pipeline(text: str) -> None:
+def cpu_timed(fn: Any) -> tuple[Any, float]:
+    """``fn()`` and the process CPU time it took (all threads)."""
+    start = time.process_time()
+    result = fn()
+    return result, time.process_time() - start
+
+
+def rewrite(text: str, pipeline: str) -> str:
     """What ``scalify-hlo rewrite`` does to one module; a failure stops the benchmark."""
-    chunk = rewrite_module_source(text, DEFAULT_PIPELINE)
-    if chunk.error is not None:
-        raise SystemExit(f"rewrite failed: {chunk.error}")
+    chunk = rewrite_module_source(text, pipeline)
+    if chunk.error is not None or chunk.output is None:
+        raise SystemExit(f"rewrite with {pipeline!r} failed: {chunk.error}")
+    return chunk.output.decode()
 
 
-def round_trip(text: str) -> None:
-    """Parse, verify and print with no pass: the floor any MLIR-based tool pays."""
-    chunk = rewrite_module_source(text, "")
-    if chunk.error is not None:
-        raise SystemExit(f"round trip failed: {chunk.error}")
-
-
-def phase_split(text: str) -> dict[str, float]:
-    """Seconds of each phase of one full-pipeline run (parse and verify, each pass with the
-    verify after it, print), to say where the time goes; mirrors ``rewrite_module_source``."""
+def phase_split(text: str, pipeline: str) -> dict[str, float]:
+    """CPU seconds of each phase of one rewrite, as ``rewrite_module_source`` runs them."""
     phases: dict[str, float] = {}
-    with hlo_ir.ir_context():
-        start = time.perf_counter()
-        module = hlo_ir.parse_module(text)
-        hlo_ir.count_ops(module)
-        last = time.perf_counter()
-        phases["parse+verify"] = last - start
+    gc.disable()
+    try:
+        with hlo_ir.ir_context():
+            last = time.process_time()
+            module = hlo_ir.parse_module(text)
 
-        def after(invocation: Any, _module: Any) -> None:
-            nonlocal last
-            now = time.perf_counter()
-            phases[invocation.info.name] = phases.get(invocation.info.name, 0.0) + now - last
-            last = now
+            def mark(name: str) -> None:
+                nonlocal last
+                now = time.process_time()
+                phases[name] = phases.get(name, 0.0) + now - last
+                last = now
 
-        run_pipeline(module, parse_pipeline(DEFAULT_PIPELINE), PassContext(), after)
-        hlo_ir.count_ops(module)
-        hlo_ir.write_module(module, hlo_ir.EmitFormat.TEXT, verified=True)
-        phases["print"] = time.perf_counter() - last
+            mark("parse+verify")
+            run_pipeline(module, parse_pipeline(pipeline), PassContext(),
+                         lambda invocation, _: mark(invocation.info.name))
+            last = time.process_time()
+            hlo_ir.verify(module)
+            mark("verify")
+            hlo_ir.write_module(module, hlo_ir.EmitFormat.TEXT, verified=True)
+            mark("print")
+    finally:
+        gc.enable()
     return phases
+
+
+def cpu_compile(text: str) -> dict[str, Any]:
+    """XLA:CPU compile of a module: CPU seconds, optimized HLO instructions and fusions."""
+    executable, seconds = cpu_timed(lambda: compile_module(text))
+    counts = gpu_aot.count_hlo(executable.hlo_modules()[0].to_string(), seconds)
+    return {"compile_s": seconds, "instructions": counts.instructions,
+            "rank0_instructions": counts.rank0_instructions, "fusions": counts.fusions}
+
+
+def h100_compile(text: str) -> dict[str, Any]:
+    """Deviceless H100 compile (Triton GEMM off: FP8 dots show as cuBLASLt calls); the
+    compile time is CPU time, like XLA:CPU's."""
+    compiled, seconds = cpu_timed(lambda: gpu_aot.compile_h100(text))
+    return {**compiled.counts(), "compile_s": seconds}
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
+def measure_step(label: str, text: str, args: argparse.Namespace, rounds: int,
+                 h100: bool) -> dict[str, Any]:
+    """Every figure of one step, original and each mode."""
+    with hlo_ir.ir_context():
+        ops = sum(hlo_ir.count_ops(hlo_ir.parse_module(text)).values())
+    rewritten = {mode: rewrite(text, MODES[mode]) for mode in args.modes}  # also a warm-up
+    fns = {f"rewrite/{mode}": (lambda p=MODES[mode]: rewrite(text, p)) for mode in args.modes}
+    fns["compile/original"] = lambda: compile_module(text)
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    order = list(fns)
+    for index in range(rounds):
+        for name in order if index % 2 == 0 else reversed(order):
+            samples[name].append(cpu_timed(fns[name])[1])
+    original_cpu = cpu_compile(text)
+    original_cpu["compile_s"] = statistics.median(samples["compile/original"])
+    row: dict[str, Any] = {"step": label, "ops": ops, "text_chars": len(text),
+                           "original": {"cpu": original_cpu}, "modes": {}}
+    if h100:
+        row["original"]["h100"] = h100_compile(text)
+    for mode in args.modes:
+        mine = samples[f"rewrite/{mode}"]
+        out: dict[str, Any] = {
+            "pipeline": MODES[mode], "rewrite": summary(mine),
+            "rewrite_over_compile": statistics.median(
+                a / b for a, b in zip(mine, samples["compile/original"], strict=True)),
+            "phases_s": phase_split(text, MODES[mode]),
+            "fp8_dots": len(_FP8_DOT.findall(rewritten[mode])),
+            "cpu": cpu_compile(rewritten[mode])}
+        out["cpu_ratios"] = {k: ratio(out["cpu"][k], original_cpu[k])
+                             for k in ("compile_s", "instructions", "fusions")}
+        if h100:
+            out["h100"] = h100_compile(rewritten[mode])
+            out["h100_ratios"] = {k: ratio(out["h100"][k], row["original"]["h100"][k])
+                                  for k in ("compile_s", "instructions", "fusions")}
+        row["modes"][mode] = out
+        print(f"  {label} {mode}: rewrite {out['rewrite']['median_s']:.2f} s, XLA:CPU compile "
+              f"x{out['cpu_ratios']['compile_s']:.2f}, instructions "
+              f"x{out['cpu_ratios']['instructions']:.2f}"
+              + (f", H100 fusions x{out['h100_ratios']['fusions']:.2f}, FP8 GEMMs "
+                 f"{out['h100']['cublas_f8']}/{out['fp8_dots']}" if h100 else ""), flush=True)
+    return row
 
 
 def loglog_slope(xs: list[float], ys: list[float]) -> float:
@@ -144,114 +225,72 @@ def loglog_slope(xs: list[float], ys: list[float]) -> float:
             / sum((a - mx) ** 2 for a in lx))
 
 
-def measure_sizes(args: argparse.Namespace, models: Any) -> list[dict[str, Any]]:
-    texts: dict[int, str] = {}
-    rows: list[dict[str, Any]] = []
-    for layers in args.sizes:
-        config = gpt_config(args, layers)
-        step_fn, example = models.gpt_step(**config)
-        text, export_s = timed(lambda f=step_fn, e=example: models.export_text(f, e))
-        chunk = rewrite_module_source(text, DEFAULT_PIPELINE)
-        if chunk.error is not None:
-            raise SystemExit(f"rewrite of {gpt_label(config)} failed: {chunk.error}")
-        texts[layers] = text
-        rows.append({"layers": layers, "config": config, "export_s": export_s,
-                     "ops_before": sum(chunk.ops_before.values()),
-                     "ops_after": sum(chunk.ops_after.values()), "text_chars": len(text)})
-        print(f"exported {gpt_label(config)}: {rows[-1]['ops_before']} ops", flush=True)
-    # First-call costs (LLVM's initialization in XLA, the MLIR context) out of the samples.
-    smallest = texts[min(texts)]
-    compile_module(smallest)
-    full_pipeline(smallest)
-    fns: dict[str, Any] = {}
-    cpu: dict[str, list[float]] = {}
+def judge(rows: list[dict[str, Any]], modes: list[str], h100: bool) -> dict[str, Any]:
+    """Each target's verdict (None where nothing was measured) and its worst value."""
+    def worst(key: str, field: str) -> float:
+        return max(r["modes"][m][key][field] for r in rows for m in modes)
 
-    def with_cpu_time(key: str, fn: Any) -> Any:
-        """``fn`` that also records its process CPU time (all threads): less sensitive than
-        wall time to other processes on a shared machine."""
-        cpu[key] = []
-
-        def run() -> None:
-            start = time.process_time()
-            fn()
-            cpu[key].append(time.process_time() - start)
-        return run
-
-    for layers, text in texts.items():
-        fns[f"rewrite/{layers}"] = with_cpu_time(f"rewrite/{layers}",
-                                                 lambda t=text: full_pipeline(t))
-        fns[f"compile/{layers}"] = with_cpu_time(f"compile/{layers}",
-                                                 lambda t=text: compile_module(t))
-    print(f"timing {len(fns)} measurements x {args.rounds} rounds, interleaved", flush=True)
-    samples = interleaved(fns, args.rounds, warmup=0)
-    for row in rows:
-        rewrite, compiled = samples[f"rewrite/{row['layers']}"], samples[f"compile/{row['layers']}"]
-        row["rewrite"] = summary(rewrite)
-        row["compile"] = summary(compiled)
-        row["rewrite_over_compile"] = paired_ratio(rewrite, compiled)
-        row["rewrite_cpu"] = summary(cpu[f"rewrite/{row['layers']}"])
-        row["compile_cpu"] = summary(cpu[f"compile/{row['layers']}"])
-        row["rewrite_over_compile_cpu"] = paired_ratio(cpu[f"rewrite/{row['layers']}"],
-                                                       cpu[f"compile/{row['layers']}"])
-        row["ops_per_s"] = row["ops_before"] / row["rewrite"]["median_s"]
-        row["us_per_op"] = 1e6 * row["rewrite"]["median_s"] / row["ops_before"]
-    return rows
-
-
-def measure_gpt2(args: argparse.Namespace, models: Any) -> dict[str, Any]:
-    step_fn, example = models.gpt_step(**GPT2)
-    text, export_s = timed(lambda: models.export_text(step_fn, example))
-    full_pipeline(text)  # warm-up
-    cpu_s: list[float] = []
-
-    def rewrite() -> None:
-        start = time.process_time()
-        full_pipeline(text)
-        cpu_s.append(time.process_time() - start)
-
-    samples = interleaved({"rewrite": rewrite, "round_trip": lambda: round_trip(text)},
-                          args.gpt2_rounds, warmup=0)
-    chunk = rewrite_module_source(text, DEFAULT_PIPELINE)
-    median = summary(samples["rewrite"])["median_s"]
-    return {"config": GPT2, "export_s": export_s,
-            "ops_before": sum(chunk.ops_before.values()),
-            "ops_after": sum(chunk.ops_after.values()),
-            "rewrite": summary(samples["rewrite"]), "rewrite_cpu": summary(cpu_s),
-            "round_trip": summary(samples["round_trip"]),
-            "rewrite_over_round_trip": paired_ratio(samples["rewrite"], samples["round_trip"]),
-            "phases_s": phase_split(text), "limit_s": GPT2_LIMIT_S,
-            "target_met": median < GPT2_LIMIT_S}
+    targets: dict[str, Any] = {
+        "cpu_compile": worst("cpu_ratios", "compile_s"),
+        "cpu_instructions": worst("cpu_ratios", "instructions"),
+        "rewrite_fraction": max(r["modes"][m]["rewrite_over_compile"] for r in rows
+                                for m in modes)}
+    verdicts = {"cpu_compile": targets["cpu_compile"] <= MAX_COMPILE_RATIO,
+                "cpu_instructions": targets["cpu_instructions"] <= MAX_INSTRUCTION_RATIO,
+                "rewrite_fraction": targets["rewrite_fraction"] <= MAX_COMPILE_FRACTION}
+    if h100:
+        targets.update(h100_compile=worst("h100_ratios", "compile_s"),
+                       h100_instructions=worst("h100_ratios", "instructions"),
+                       h100_fusions=worst("h100_ratios", "fusions"))
+        verdicts.update(h100_compile=targets["h100_compile"] <= MAX_COMPILE_RATIO,
+                        h100_instructions=targets["h100_instructions"] <= MAX_INSTRUCTION_RATIO,
+                        h100_fusions=targets["h100_fusions"] <= MAX_H100_FUSION_RATIO,
+                        fp8_gemms=all(r["modes"][m]["h100"]["cublas_f8"]
+                                      >= r["modes"][m]["fp8_dots"] for r in rows for m in modes))
+    series = [r for r in rows if r["step"] != GPT2_LABEL]
+    if len(series) > 1 and "default" in modes:
+        targets["slope"] = loglog_slope([r["ops"] for r in series],
+                                        [r["modes"]["default"]["rewrite"]["median_s"]
+                                         for r in series])
+        verdicts["linear"] = targets["slope"] <= MAX_SLOPE
+    gpt2 = next((r for r in rows if r["step"] == GPT2_LABEL), None)
+    if gpt2 is not None and "default" in modes:
+        targets["gpt2_rewrite_s"] = gpt2["modes"]["default"]["rewrite"]["median_s"]
+        verdicts["gpt2_rewrite"] = targets["gpt2_rewrite_s"] < GPT2_LIMIT_S
+    return {"values": targets, "met": verdicts}
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> str | None:
-    """Rewrite and compile time against op count, log-log; None when matplotlib is absent
-    (it is not a dependency of the project, only of this figure)."""
+    """Rewrite (default policy) and XLA:CPU compile time against op count, log-log; a reason
+    instead when matplotlib is absent or there is nothing to draw."""
+    series = [r for r in rows if r["step"] != GPT2_LABEL and "default" in r["modes"]]
+    if len(series) < 2:
+        return "fewer than two GPT sizes: no figure"
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        import matplotlib.ticker
     except ImportError:
         return "matplotlib not installed: no figure"
-    ops = [r["ops_before"] for r in rows]
+    ops = [r["ops"] for r in series]
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(ops, [r["rewrite"]["median_s"] for r in rows], "o-", label="scalify-hlo rewrite")
-    ax.plot(ops, [r["compile"]["median_s"] for r in rows], "s-", label="XLA:CPU compile")
-    first = rows[0]
-    ax.plot(ops, [first["rewrite"]["median_s"] * n / ops[0] for n in ops], ":", color="gray",
-            label="linear in ops")
-    for r in rows:
-        ax.annotate(f"{r['layers']}L", (r["ops_before"], r["rewrite"]["median_s"]),
+    ax.plot(ops, [r["modes"]["default"]["rewrite"]["median_s"] for r in series], "o-",
+            label="scalify-hlo rewrite (default policy)")
+    ax.plot(ops, [r["original"]["cpu"]["compile_s"] for r in series], "s-",
+            label="XLA:CPU compile, original")
+    ax.plot(ops, [r["modes"]["default"]["cpu"]["compile_s"] for r in series], "^-",
+            label="XLA:CPU compile, rewritten")
+    for r in series:
+        ax.annotate(f"{r['step']}", (r["ops"], r["modes"]["default"]["rewrite"]["median_s"]),
                     textcoords="offset points", xytext=(4, -10), fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("StableHLO ops in the original step")
-    ax.set_ylabel("seconds (median)")
-    ax.set_title("Rewrite (DEFAULT_PIPELINE) vs XLA:CPU compile, GPT steps")
+    ax.set_ylabel("CPU seconds")
+    ax.set_title("Rewrite and XLA:CPU compile, GPT steps")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -259,111 +298,156 @@ def plot(rows: list[dict[str, Any]], path: Path) -> str | None:
     return None
 
 
+def _pair(original: float, rewritten: float, digits: int = 0) -> str:
+    return f"{original:.{digits}f} → {rewritten:.{digits}f} ({ratio(rewritten, original):.2f}x)"
+
+
+def table(rows: list[dict[str, Any]], mode: str, h100: bool) -> tuple[list[str], list[list]]:
+    headers = ["step", "ops", "rewrite (s)", "rewrite / compile", "XLA:CPU compile (s)",
+               "XLA:CPU HLO instructions", "XLA:CPU fusions"]
+    if h100:
+        headers += ["H100 compile (s)", "H100 HLO instructions", "H100 fusions",
+                    "FP8 GEMMs / FP8 dots"]
+    out = []
+    for r in rows:
+        m, o = r["modes"][mode], r["original"]
+        line = [r["step"], r["ops"], f"{m['rewrite']['median_s']:.2f}",
+                f"{m['rewrite_over_compile']:.3f}",
+                _pair(o["cpu"]["compile_s"], m["cpu"]["compile_s"], 1),
+                _pair(o["cpu"]["instructions"], m["cpu"]["instructions"]),
+                _pair(o["cpu"]["fusions"], m["cpu"]["fusions"])]
+        if h100:
+            line += [_pair(o["h100"]["compile_s"], m["h100"]["compile_s"], 1),
+                     _pair(o["h100"]["instructions"], m["h100"]["instructions"]),
+                     _pair(o["h100"]["fusions"], m["h100"]["fusions"]),
+                     f"{m['h100']['cublas_f8']} / {m['fp8_dots']}"]
+        out.append(line)
+    return headers, out
+
+
+VERDICT_LINES = {
+    "cpu_compile": f"XLA:CPU compile of the rewritten module at most {MAX_COMPILE_RATIO}x the "
+                   "original's",
+    "h100_compile": f"H100 compile at most {MAX_COMPILE_RATIO}x",
+    "cpu_instructions": f"XLA:CPU optimized HLO instructions at most {MAX_INSTRUCTION_RATIO}x",
+    "h100_instructions": f"H100 optimized HLO instructions at most {MAX_INSTRUCTION_RATIO}x",
+    "h100_fusions": f"H100 fusions at most {MAX_H100_FUSION_RATIO}x",
+    "fp8_gemms": "every FP8 dot a `__cublas$lt$matmul$f8` call on the H100 target",
+    "rewrite_fraction": f"rewrite at most {MAX_COMPILE_FRACTION:.0%} of the original's XLA:CPU "
+                        "compile at every size",
+    "gpt2_rewrite": f"GPT-2-small rewrite (default policy) under {GPT2_LIMIT_S} s CPU",
+    "linear": f"rewrite time linear in op count (log-log slope at most {MAX_SLOPE})",
+}
+
+
+def verdict_lines(judged: dict[str, Any], bold: bool) -> list[str]:
+    lines = []
+    for key, text in VERDICT_LINES.items():
+        if key not in judged["met"]:
+            continue
+        name, label = {"gpt2_rewrite": ("gpt2_rewrite_s", "median"),
+                       "linear": ("slope", "slope")}.get(key, (key, "worst"))
+        value = judged["values"].get(name)
+        shown = "" if value is None else f" ({label} {value:.3f})"
+        word = verdict(judged["met"][key])
+        lines.append(f"* {text}: {f'**{word}**' if bold else word}{shown}")
+    return lines
+
+
 def report(result: dict[str, Any]) -> str:
-    rows = result["sizes"]
-    headers = ["layers", "ops", "ops after", "rewrite s", "compile s", "rewrite/compile",
-               "same, CPU time", "ops/s", "us/op"]
-    table = [[r["layers"], r["ops_before"], r["ops_after"], f"{r['rewrite']['median_s']:.2f}",
-              f"{r['compile']['median_s']:.1f}", f"{r['rewrite_over_compile']:.3f}",
-              f"{r['rewrite_over_compile_cpu']:.3f}", f"{r['ops_per_s']:.0f}",
-              f"{r['us_per_op']:.0f}"] for r in rows]
-    targets = result["targets"]
-    lines = [format_table(headers, table), "",
-             f"rewrite <= {MAX_COMPILE_FRACTION:.0%} of compile at every size: "
-             f"{verdict(targets['compile_fraction_met'])} (worst "
-             f"{targets['worst_compile_fraction']:.3f})",
-             f"linear growth (log-log slope <= {MAX_SLOPE}): "
-             f"{verdict(targets['linear_met'])} (slope {targets['slope']:.2f})"]
-    gpt2 = result.get("gpt2")
-    if gpt2:
-        phases = ", ".join(f"{k} {v:.2f}" for k, v in gpt2["phases_s"].items())
-        lines += [f"GPT-2-small step ({gpt2['ops_before']} ops): full pipeline median "
-                  f"{gpt2['rewrite']['median_s']:.2f} s (min {gpt2['rewrite']['min_s']:.2f}, "
-                  f"CPU time {gpt2['rewrite_cpu']['median_s']:.2f}) over "
-                  f"{gpt2['rewrite']['n']} runs, {gpt2['rewrite_over_round_trip']:.1f}x "
-                  f"the parse/print round trip; < {GPT2_LIMIT_S:.0f} s: "
-                  f"{verdict(gpt2['target_met'])}", f"  one run by phase (s): {phases}"]
+    lines = []
+    for mode in result["modes"]:
+        headers, rows = table(result["steps"], mode, result["h100"])
+        lines += [f"{mode} ({MODES[mode]})", format_table(headers, rows), ""]
+    lines += verdict_lines(result["targets"], bold=False)
+    for r in result["steps"]:
+        for mode in result["modes"]:
+            phases = ", ".join(f"{k} {v:.3f}" for k, v in r["modes"][mode]["phases_s"].items())
+            lines.append(f"  {r['step']} {mode} by phase (CPU s): {phases}")
     return "\n".join(lines)
 
 
 def doc_section(result: dict[str, Any]) -> str:
-    rows, targets, config = result["sizes"], result["targets"], result["sizes"][0]["config"]
-    table = markdown_table(
-        ["layers", "ops", "ops after", "rewrite (s)", "XLA compile (s)", "rewrite / compile",
-         "same, CPU time", "ops/s", "µs/op"],
-        [[r["layers"], r["ops_before"], r["ops_after"], f"{r['rewrite']['median_s']:.2f}",
-          f"{r['compile']['median_s']:.1f}", f"{r['rewrite_over_compile']:.3f}",
-          f"{r['rewrite_over_compile_cpu']:.3f}", f"{r['ops_per_s']:.0f}",
-          f"{r['us_per_op']:.0f}"] for r in rows])
+    config = result["config"]
     text = [
         "`python benchmarks/rewrite_cost.py` (`--quick` for a smoke run). GPT training steps "
         f"(Adam) of d_model {config['d_model']}, {config['n_heads']} heads, context "
-        f"{config['context']}, vocab {config['vocab']}, batch {config['batch']}. *rewrite*: "
-        "`rewrite_module_source(text, DEFAULT_PIPELINE)` (parse, passes, verify, print); "
-        "*XLA compile*: `compile_module` of the original module on XLA:CPU. Medians of "
-        f"{result['rounds']} rounds, every size's rewrite and compile interleaved in each "
-        "round; *rewrite / compile* is the median of the per-round ratios of wall time (the "
-        "target), *same, CPU time* of process CPU time (all threads; less sensitive to the "
-        "other load on this shared 2-core machine). *ops*: StableHLO ops of the original "
-        "module; *ops/s* and *µs/op* from the median rewrite time. Load average at "
-        f"the start: {result['load_average_start']}, at the end: {result['load_average_end']}.",
-        "", table, "",
-        f"* Rewrite at most {MAX_COMPILE_FRACTION:.0%} of XLA's compile time at every size: "
-        f"**{verdict(targets['compile_fraction_met'])}** (worst "
-        f"{targets['worst_compile_fraction']:.3f}).",
-        f"* Linear in op count (log-log slope at most {MAX_SLOPE}): "
-        f"**{verdict(targets['linear_met'])}** (slope {targets['slope']:.2f}).",
+        f"{config['context']}, vocab {config['vocab']}, batch {config['batch']}"
+        + (", and the GPT-2-small shaped step (12 layers, d_model 768, 12 heads, context 256)"
+           if any(r["step"] == GPT2_LABEL for r in result["steps"]) else "")
+        + ". *rewrite*: "
+        "`rewrite_module_source` as `scalify-hlo rewrite` runs it (parse, verify, passes, "
+        "verify, print), process CPU time, median of "
+        f"{result['rounds']} rounds ({result['gpt2_rounds']} for GPT-2-small) interleaved "
+        "with XLA:CPU's compile of the original; *rewrite / compile* is the median of the "
+        "per-round ratios. *compile*: CPU seconds of XLA's compile (the original's the median "
+        "of the same rounds, the rewritten module's one compile). *HLO instructions*: "
+        "instructions of the optimized HLO in every computation, fused ones included; "
+        "*fusions*: instructions with opcode `fusion`. *H100*: the same modules compiled "
+        "without a GPU for an H100 SXM (`scalify_hlo.gpu_aot`, Triton GEMM off so FP8 dots "
+        "show as cuBLASLt calls); *FP8 GEMMs*: `__cublas$lt$matmul$f8` calls. Load average "
+        f"at the start: {result['load_average_start']}, at the end: "
+        f"{result['load_average_end']} (a shared 2-core machine)."
+        + ("" if result.get("complete", True) else " **Partial run**: the steps measured "
+           "before it was stopped."),
     ]
-    gpt2 = result.get("gpt2")
-    if gpt2:
-        phases = ", ".join(f"{k} {v:.2f}" for k, v in gpt2["phases_s"].items())
-        text.append(
-            f"* GPT-2-small-shaped step (12 layers, d_model 768, 12 heads, context 256; "
-            f"{gpt2['ops_before']} ops): full pipeline median {gpt2['rewrite']['median_s']:.2f} s"
-            f" (min {gpt2['rewrite']['min_s']:.2f} s; process CPU time "
-            f"{gpt2['rewrite_cpu']['median_s']:.2f} s, less sensitive to other load) of "
-            f"{gpt2['rewrite']['n']} runs, "
-            f"{gpt2['rewrite_over_round_trip']:.1f}x the parse/verify/print round trip with no "
-            f"pass; under {GPT2_LIMIT_S:.0f} s: **{verdict(gpt2['target_met'])}**. One run by "
-            f"phase (s): {phases}.")
+    if not result["h100"]:
+        text.append("The H100 columns need the `gpu-aot` extra, not installed for this run.")
+    for mode in result["modes"]:
+        headers, rows = table(result["steps"], mode, result["h100"])
+        text += ["", f"**{mode}** (`{MODES[mode]}`):", "", markdown_table(headers, rows)]
+    text += ["", *verdict_lines(result["targets"], bold=True)]
+    gpt2 = next((r for r in result["steps"] if r["step"] == GPT2_LABEL), None)
+    if gpt2 is not None:
+        for mode in result["modes"]:
+            phases = ", ".join(f"{k} {v:.3f}" for k, v in gpt2["modes"][mode]["phases_s"].items())
+            text.append(f"* GPT-2-small, {mode}, one rewrite by phase (CPU s): {phases}.")
     if result.get("figure"):
-        text += ["", f"![rewrite time against op count]({result['figure']})"]
+        text += ["", f"![rewrite and compile time against op count]({result['figure']})"]
     return "\n".join(text)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    h100 = not args.no_h100 and gpu_aot.available()
     models = load_models()
     load_start = load_average()
-    rows = measure_sizes(args, models)
-    slope = (loglog_slope([r["ops_before"] for r in rows], [r["rewrite"]["median_s"] for r in rows])
-             if len(rows) > 1 else float("nan"))
-    worst = max(r["rewrite_over_compile"] for r in rows)
-    result: dict[str, Any] = {
-        "environment": environment(), "pipeline": DEFAULT_PIPELINE, "rounds": args.rounds,
-        "load_average_start": load_start, "sizes": rows,
-        "targets": {"max_compile_fraction": MAX_COMPILE_FRACTION,
-                    "worst_compile_fraction": worst,
-                    "compile_fraction_met": worst <= MAX_COMPILE_FRACTION,
-                    "max_slope": MAX_SLOPE, "slope": slope,
-                    "linear_met": len(rows) > 1 and slope <= MAX_SLOPE},
-    }
+    compile_module(rewrite(models.export_text(*models.gpt_step(**gpt_config(args, 1))),
+                           DEFAULT_PIPELINE))  # first-call costs out of the samples
+    steps = [(gpt_label(gpt_config(args, n)), gpt_config(args, n), args.rounds)
+             for n in args.sizes]
     if not args.no_gpt2:
-        print("GPT-2-small step", flush=True)
-        result["gpt2"] = measure_gpt2(args, models)
-    result["load_average_end"] = load_average()
+        steps.append((GPT2_LABEL, GPT2, args.gpt2_rounds))
+    rows: list[dict[str, Any]] = []
+    for label, config, rounds in steps:
+        print(f"{label} ...", flush=True)
+        text = models.export_text(*models.gpt_step(**config))
+        rows.append(measure_step(label, text, args, rounds, h100))
+        # Written after every step: a long run stopped early still leaves its results.
+        finish(args, rows, h100, load_start, final=len(rows) == len(steps))
+    return 0
+
+
+def finish(args: argparse.Namespace, rows: list[dict[str, Any]], h100: bool,
+           load_start: Any, final: bool) -> None:
+    """Judge, plot, print (at the end) and publish the steps measured so far."""
+    result: dict[str, Any] = {
+        "environment": environment(), "modes": args.modes, "rounds": args.rounds,
+        "gpt2_rounds": args.gpt2_rounds, "config": gpt_config(args), "h100": h100,
+        "load_average_start": load_start, "steps": rows, "complete": final,
+        "targets": judge(rows, args.modes, h100), "load_average_end": load_average()}
     problem = plot(rows, args.figure)
-    if problem:
-        print(problem)
-    else:
+    if not problem:
         try:
             result["figure"] = str(args.figure.resolve().relative_to(ROOT / "docs"))
         except ValueError:
             result["figure"] = str(args.figure)
-    print(report(result))
+    if final:
+        if problem:
+            print(problem)
+        print(report(result))
     publish(args.out, result, "Rewrite cost", doc_section, doc=not args.no_doc,
             also_wrote="" if problem else f" and {args.figure}")
-    return 0
 
 
 if __name__ == "__main__":

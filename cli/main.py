@@ -83,9 +83,11 @@ def cli() -> None:
 @click.option("--stats", is_flag=True, help="Print op counts before and after, and pass "
               "statistics, to stderr.")
 @click.option("--debug-info", is_flag=True, help="Keep op locations in text output.")
+@click.option("--verify-each", is_flag=True, help="Verify the module after every pass (not "
+              "only at the end), so that an invalid module names the pass that made it.")
 def rewrite(input_path: str, output: str, pipeline: str | None, target: str | None,
             split_input_file: bool, print_ir_after_all: bool, emit: str, stats: bool,
-            debug_info: bool) -> None:
+            debug_info: bool, verify_each: bool) -> None:
     """Rewrite the module IN (MLIR text, bytecode or portable artifact; - for stdin)."""
     if pipeline is not None and target is not None:
         raise UserError("give --pipeline or --target, not both")
@@ -108,7 +110,8 @@ def rewrite(input_path: str, output: str, pipeline: str | None, target: str | No
         chunks = [(data, 0)]
     results = [
         rewrite_module_source(source, invocations, filename=filename, line_offset=offset,
-                              emit=fmt, debug_info=debug_info, dump_after_pass=dump)
+                              emit=fmt, debug_info=debug_info, dump_after_pass=dump,
+                              count_ops=stats, verify_each=verify_each)
         for source, offset in chunks
     ]
     for result in results:

@@ -14,9 +14,9 @@ from scalify_hlo.ir import format_diagnostics
 def run_mlir_pipeline(module: ir.Module, pipeline: str) -> None:
     """Run a textual MLIR pipeline on the module; failures become a one-line RewriteError.
 
-    The pass manager's verify-each is off: ``run_pipeline`` verifies the module after every
-    pass of ours anyway, and verifying after each MLIR pass of a chain costs more than the
-    passes themselves on a large module."""
+    The pass manager's verify-each is off: ``run_pipeline`` verifies the module at the end of
+    the pipeline (after every pass with ``--verify-each``), and verifying after each MLIR pass
+    of a chain costs more than the passes themselves on a large module."""
     manager = passmanager.PassManager.parse(f"builtin.module({pipeline})")
     manager.enable_verifier(False)
     try:

@@ -65,11 +65,15 @@ def rewrite_module_source(
     dump_after_pass: DumpHook | None = None,
     inspect: InspectHook | None = None,
     records: bool = False,
+    count_ops: bool = False,
+    verify_each: bool = False,
 ) -> ChunkResult:
     """Parse, verify, run the pipeline and serialize one module.
 
-    The module is verified once after parsing and after each pass (``run_pipeline``), so it
-    is not verified again, and the printer may assume it valid. ``inspect`` is called with
+    The module is verified once after parsing and once after the pipeline (after each pass
+    with ``verify_each``: slower, but names the pass that made an invalid module), so the
+    printer may assume it valid. ``count_ops`` fills ``ops_before`` and ``ops_after`` (a
+    walk of each module; callers that report no statistics turn it off). ``inspect`` is called with
     the rewritten module before it is written: a caller that needs facts about it (its
     signature, which results share a value) reads them there instead of parsing the output
     again, a second parse and verify of a module several times the size of the input.
@@ -88,14 +92,16 @@ def rewrite_module_source(
     with _cyclic_gc_paused(), hlo_ir.ir_context():
         try:
             module = hlo_ir.parse_module(source, filename, line_offset)
-            result.ops_before = hlo_ir.count_ops(module)
+            if count_ops:
+                result.ops_before = hlo_ir.count_ops(module)
 
             def after(invocation: PassInvocation, current) -> None:
                 if dump_after_pass is not None:
                     dump_after_pass(str(invocation), hlo_ir.module_to_text(current, debug_info))
 
-            run_pipeline(module, invocations, result.context, after)
-            result.ops_after = hlo_ir.count_ops(module)
+            run_pipeline(module, invocations, result.context, after, verify_each)
+            if count_ops:
+                result.ops_after = hlo_ir.count_ops(module)
             if inspect is not None:
                 inspect(module)
             result.output = hlo_ir.write_module(module, emit, debug_info, verified=True)

@@ -203,12 +203,8 @@ class ScaledStep:
         # Rewrite the lowered module, not ``original.mlir_module()``: serialization decomposes
         # CHLO (erf, ...) into polynomials whose symbolic scales underflow, while the CHLO op
         # itself runs unscaled; the rewritten module is serialized (and decomposed) afterwards.
-        self.stages: dict[str, str] = {
-            "exported": jitted.lower(*examples).as_text(debug_info=True)}
-
-        def keep(name: str, text: str) -> None:
-            self.stages[name] = text
-
+        self._exported_text = jitted.lower(*examples).as_text(debug_info=True)
+        self._stages: dict[str, str] | None = None  # printed on demand: see ``stages``
         signature: list[EntrySignature] = []
         # Per scaled output, the first scaled output that returns the same scale value.
         self._first_same_scale: list[int] = []
@@ -220,8 +216,8 @@ class ScaledStep:
             if len(signature[0].inputs) == expected:  # else refused below
                 self._first_same_scale = _first_same_scale(module, self._out_specs)
 
-        result = rewrite_module_source(self.stages["exported"], pipeline, debug_info=True,
-                                       dump_after_pass=keep, inspect=inspect, records=True)
+        result = rewrite_module_source(self._exported_text, pipeline, debug_info=True,
+                                       inspect=inspect, records=True, count_ops=True)
         if result.error is not None or result.output is None:
             raise ScalifyError(f"cannot rewrite the step: {result.error}")
         self.text = result.output.decode()
@@ -490,6 +486,32 @@ class ScaledStep:
     # ----- inspection ---------------------------------------------------------------------
     def report(self) -> Report:
         return self._report
+
+    @property
+    def stages(self) -> dict[str, str]:
+        """The module's text before any pass (``exported``) and after each pass, by pass.
+
+        Printed on first use, by running the (deterministic) pipeline again on the exported
+        module: printing the module after every pass while compiling cost as much as the
+        rewrite itself (0.47 s -> 0.87 s on the sample transformer step), for text that
+        only ``stage()``, ``save()`` and debugging read."""
+        if self._stages is None:
+            stages = {"exported": self._exported_text}
+
+            def keep(name: str, text: str) -> None:
+                stages[name] = text
+
+            result = rewrite_module_source(self._exported_text, self.pipeline,
+                                           debug_info=True, dump_after_pass=keep)
+            if result.error is not None:
+                raise ScalifyError(f"cannot rewrite the step again: {result.error}")
+            self._stages = stages
+        return self._stages
+
+    @stages.setter
+    def stages(self, stages: dict[str, str]) -> None:
+        self._stages = dict(stages)
+        self._exported_text = self._stages.get("exported", "")
 
     def stage(self, name: str) -> str:
         """The module after pass ``name`` (``exported`` is the module before any pass); a

@@ -13,7 +13,7 @@ the way the process ended is classified (``Outcome``):
   ``PARTIAL`` (OUT missing or not a complete module after a success, or changed / left as a
   temporary file after a failure), ``INTERNAL`` (one clean error line, but one that admits a
   bug: exit 70, an unexpected Python exception the CLI caught, or a pass that reports
-  ``internal error: pass '...' produced an invalid module``).
+  ``internal error: pipeline '...' produced an invalid module``).
 
 Two ways to start the process: ``exec`` runs the installed console script (a fresh
 interpreter per case, about 1.3 s of imports each), ``fork`` forks it from a *zygote*, an

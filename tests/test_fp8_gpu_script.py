@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from scalify_hlo import gpu_aot
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = REPO_ROOT / "benchmarks" / "fp8_gpu.py"
 TINY = ["--layers", "1", "--d-model", "64", "--heads", "4", "--context", "32", "--batch", "2",
@@ -40,7 +42,8 @@ def test_without_a_gpu_the_script_says_the_gpu_part_was_not_run(tmp_path: Path) 
         pytest.skip("a GPU is present: the script runs its GPU part")
     out = tmp_path / "fp8_gpu.json"
     run = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--no-doc", "--no-cpu-compile",
-                          "--out", str(out)], capture_output=True, text=True, timeout=600)
+                          "--no-h100", "--out", str(out)], capture_output=True, text=True,
+                         timeout=600)
     assert run.returncode == 0, run.stderr
     assert "GPU part NOT RUN" in run.stdout
     result = json.loads(out.read_text())
@@ -80,3 +83,24 @@ def test_the_gpu_code_path_runs_and_reports(fp8_gpu: Any) -> None:
     assert re.search(r"\| `jax.jit\(step\)`, bf16 mixed precision .*\| \d+\.\d\d \|$", section,
                      re.M)
     assert "Every FP8 dot a cuBLASLt FP8 GEMM: **" in section
+
+
+@pytest.mark.skipif(not gpu_aot.available(), reason="the gpu-aot extra is not installed")
+def test_deviceless_h100_counts_fp8_gemms_and_estimates_both_steps(fp8_gpu: Any) -> None:
+    """Without a GPU, the H100 compile proves the FP8 GEMMs and gives a roofline estimate."""
+    models = fp8_gpu.load_models()
+    shape = {"n_layers": 1, "d_model": 64, "n_heads": 4, "context": 32, "vocab": 64,
+             "batch": 2}
+    fn, args = models.gpt_step(**shape)
+    bf16_fn, _ = models.gpt_step(**shape, compute_dtype=jnp.bfloat16)
+    text = models.export_text(fn, args)
+    rewritten = fp8_gpu.rewrite_module_source(text, fp8_gpu.DEFAULT_PIPELINE).output.decode()
+    aot = fp8_gpu.run_h100_aot(fp8_gpu.Step(fn, bf16_fn, args, text, rewritten))
+    dots = fp8_gpu.count_fp8_dots(rewritten)["fp8"]
+    assert aot["fp8"]["cublas_f8"] == dots > 0 and aot["bf16"]["cublas_f8"] == 0
+    assert aot["bf16"]["custom_calls"].get("__cublas$lt$matmul", 0) > 0
+    for estimate in aot["estimate"].values():
+        assert estimate["kernels"] > 0 and estimate["memory_s"] > 0
+        assert estimate["total_s"] > estimate["launch_s"] > 0
+    assert aot["estimated_speedup_vs_bf16"] > 0
+    assert "ESTIMATE" in "\n".join(fp8_gpu.h100_lines(aot, dots, bold=True))

@@ -1,0 +1,88 @@
+"""The deviceless H100 compile (``scalify_hlo.gpu_aot``): FP8 dots of the rewrite become
+cuBLASLt FP8 GEMMs on the H100 target. Skipped without the ``gpu-aot`` extra, except the
+missing-extra error, which is checked everywhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalify_hlo import gpu_aot
+from scalify_hlo.api import rewrite_text
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.policy import DEFAULT_PIPELINE
+
+needs_extra = pytest.mark.skipif(not gpu_aot.available(),
+                                 reason="the gpu-aot extra is not installed")
+
+# A forward dot and its two backward dots (named as JAX names them, so that the default
+# policy gives the gradients E5M2), at sizes cuBLASLt's FP8 GEMMs accept (multiples of 16).
+_BACKWARD = """
+func.func public @main(%x: tensor<32x64xf32>, %w: tensor<64x32xf32>, %g: tensor<32x32xf32>)
+    -> (tensor<32x32xf32>, tensor<32x64xf32>, tensor<64x32xf32>) {
+  %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
+    : (tensor<32x64xf32>, tensor<64x32xf32>) -> tensor<32x32xf32> loc("jit(step)/jvp(loss)/dot")
+  %dy = stablehlo.negate %g : tensor<32x32xf32> loc("jit(step)/transpose(jvp(loss))/neg")
+  %dx = stablehlo.dot_general %dy, %w, contracting_dims = [1] x [1]
+    : (tensor<32x32xf32>, tensor<64x32xf32>) -> tensor<32x64xf32>
+    loc("jit(step)/transpose(jvp(loss))/dot_general")
+  %dw = stablehlo.dot_general %x, %dy, contracting_dims = [0] x [0]
+    : (tensor<32x64xf32>, tensor<32x32xf32>) -> tensor<64x32xf32>
+    loc("jit(step)/transpose(jvp(loss))/dot_general")
+  return %y, %dx, %dw : tensor<32x32xf32>, tensor<32x64xf32>, tensor<64x32xf32>
+}
+"""
+
+
+@needs_extra
+def test_rewritten_fp8_dots_become_cublaslt_fp8_gemms() -> None:
+    rewritten = rewrite_text(_BACKWARD, DEFAULT_PIPELINE)
+    assert rewritten.count("f8E") > 0
+    compiled = gpu_aot.compile_h100(rewritten)
+    assert compiled.cublas_f8 == 3, compiled.custom_calls
+    assert compiled.fusions > 0 and compiled.instructions > compiled.fusions
+    assert compiled.compile_s > 0
+
+
+@needs_extra
+def test_original_dots_are_not_fp8_gemms() -> None:
+    compiled = gpu_aot.compile_h100(_BACKWARD)
+    assert compiled.cublas_f8 == 0 and sum(compiled.custom_calls.values()) == 3
+
+
+@needs_extra
+def test_bad_module_is_a_one_line_error() -> None:
+    with pytest.raises(ScalifyError, match="cannot parse the module") as info:
+        gpu_aot.compile_h100("func.func @main( {")
+    assert "\n" not in str(info.value)
+
+
+def test_missing_extra_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gpu_aot, "available", lambda: False)
+    gpu_aot.h100_topology.cache_clear()
+    try:
+        with pytest.raises(ScalifyError, match=r"needs the gpu-aot extra: pip install"):
+            gpu_aot.compile_h100(_BACKWARD)
+    finally:
+        gpu_aot.h100_topology.cache_clear()
+
+
+def test_count_hlo_counts_instructions_fusions_and_fp8_gemms() -> None:
+    text = """HloModule m
+
+%fused (p: f32[]) -> f32[] {
+  %p = f32[] parameter(0)
+  ROOT %n = f32[] negate(%p)
+}
+
+ENTRY %main (a: f8e4m3fn[16,16], b: f8e4m3fn[16,16], s: f32[]) -> f32[16,16] {
+  %a = f8e4m3fn[16,16]{1,0} parameter(0)
+  %b = f8e4m3fn[16,16]{1,0} parameter(1)
+  %s = f32[] parameter(2)
+  %f = f32[] fusion(%s), kind=kLoop, calls=%fused
+  %g = (f32[16,16], s8[0]) custom-call(%a, %b, %f), custom_call_target="__cublas$lt$matmul$f8"
+  ROOT %r = f32[16,16]{1,0} get-tuple-element(%g), index=0
+}
+"""
+    counts = gpu_aot.count_hlo(text)
+    assert (counts.instructions, counts.rank0_instructions, counts.fusions,
+            counts.cublas_f8) == (8, 4, 1, 1)
