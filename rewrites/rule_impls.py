@@ -19,6 +19,7 @@ from scalify_hlo.rewrites.emitter import (
     dtype_name,
     element_type,
     is_scalable_type,
+    numpy_dtype,
     read_dense,
     shape_of,
     splat_constant_value,
@@ -522,16 +523,58 @@ def rule_scatter(scope: Scope, op: ir.Operation) -> None:
         rule_unscaled(scope, op, report="has an update region that does not commute with scaling")
 
 
+def _rounds_in_data_type(scope: Scope, old: ir.Value) -> bool:
+    """Whether ``old`` is a splat constant whose data the current data type rounds (0.99 is
+    0.99023 in f16, 0.98828 in bf16; a power of two or 0.75 is exact)."""
+    value = splat_constant_value(old)
+    if value is None or value == 0 or not math.isfinite(value):
+        return False
+    found = scope.scaled(old)
+    if not found.scale.is_static:
+        return False
+    with np.errstate(over="ignore", under="ignore"):
+        split = np.float64(value) / 2.0 ** found.scale.exp
+        return float(split.astype(numpy_dtype(scope.current_data_dtype()))) != float(split)
+
+
+def _exact_constant_product(scope: Scope, op: ir.Operation) -> bool:
+    """A product or quotient of a value and a constant that 16-bit data rounds runs in f32
+    and rounds once: with the constant rounded first, every product is off the same way (a
+    moving average's 0.99 in f16 biases every running statistic by 0.3% after 40 steps, by
+    2.4% at its fixed point; bf16's by 3% and 15%), where one rounding of the exact product
+    is unbiased. Products of two constants are left to the constant folder."""
+    if scope.current_data_dtype() == scope.state.types.f32:
+        return False
+    constants = [splat_constant_value(v) is not None for v in op.operands]
+    return not all(constants) and any(
+        _rounds_in_data_type(scope, v) for v, c in zip(op.operands, constants, strict=True) if c)
+
+
+def _product(scope: Scope, op: ir.Operation, scale_of: Callable[[Scale, Scale], Scale]) -> None:
+    """multiply/divide: the same op on data, the scales combined by ``scale_of``."""
+    if not _exact_constant_product(scope, op):
+        a, b = (scope.scaled(v) for v in op.operands)
+        bind_results(scope, op, emit_like(scope, op, [a.data, b.data]),
+                     scale_of(a.scale, b.scale))
+        return
+    state, narrow = scope.state, scope.current_data_dtype()
+    state.current_dtype = state.types.f32  # scaled() makes the constant again in f32
+    try:
+        a, b = (scope.scaled(v) for v in op.operands)
+        wide = emit_like(scope, op, [a.data, b.data]).results[0]
+    finally:
+        state.current_dtype = narrow
+    data = scope.emit.convert(wide, narrow)
+    scope.set(scope.results_of(op)[0][0], Scaled(data, scale_of(a.scale, b.scale)))
+    state.context.bump("scalify.exact-constant-products")
+
+
 def rule_multiply(scope: Scope, op: ir.Operation) -> None:
-    a, b = (scope.scaled(v) for v in op.operands)
-    new = emit_like(scope, op, [a.data, b.data])
-    bind_results(scope, op, new, a.scale.times(b.scale))
+    _product(scope, op, Scale.times)
 
 
 def rule_divide(scope: Scope, op: ir.Operation) -> None:
-    a, b = (scope.scaled(v) for v in op.operands)
-    new = emit_like(scope, op, [a.data, b.data])
-    bind_results(scope, op, new, a.scale.over(b.scale))
+    _product(scope, op, Scale.over)
 
 
 def rule_square(scope: Scope, op: ir.Operation) -> None:

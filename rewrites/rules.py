@@ -71,8 +71,13 @@ SCATTER = Family("scatter", "operands and updates at a common scale when the upd
                  "overwrites, adds or takes max/min", "common scale", impl.rule_scatter)
 SCALE_INVARIANT = Family("scale-invariant", "same op at a common scale", "1",
                          impl.rule_scale_invariant)
-MULTIPLY = Family("multiply", "same op on data", "product of scales", impl.rule_multiply)
-DIVIDE = Family("divide", "same op on data", "quotient of scales", impl.rule_divide)
+_EXACT_CONSTANT = ("; with a splat constant that 16-bit data rounds (0.99, 0.9, 1/3), in "
+                   "f32 on the exact constant, rounded once to the data type (a moving "
+                   "average's momentum, SGD's, dropout's 1/keep)")
+MULTIPLY = Family("multiply", "same op on data" + _EXACT_CONSTANT, "product of scales",
+                  impl.rule_multiply)
+DIVIDE = Family("divide", "same op on data" + _EXACT_CONSTANT, "quotient of scales",
+                impl.rule_divide)
 SQUARE = Family("square", "same op on data", "square of the scale", impl.rule_square)
 DOT = Family("dot", "op on data times 2^-k, 2^k ~ sqrt(contracted size)",
              "product of scales times 2^k", impl.rule_dot)
