@@ -17,6 +17,7 @@ DATA_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16",
                "f32": "f32", "bf16": "bf16", "f16": "f16"}
 FP8_FORMATS = {"float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2",
                "f8E4M3FN": "f8E4M3FN", "f8E5M2": "f8E5M2"}
+FP8_SCALINGS = ("amax", "none")
 RESCALE_POINTS = ("dot-outputs", "gradients", "outputs", "drifting-outputs")
 RESCALE_METHODS = ("amax", "rms")
 SCALE_ROUNDINGS = ("nearest", "up")
@@ -31,6 +32,9 @@ class Policy:
     data_dtype: element type of the data halves (float32, bfloat16 or float16).
     fp8_dots: cast the operands of eligible dot_generals to FP8.
     forward_format / gradient_format: FP8 formats of activations and weights / of gradients.
+    fp8_scaling: amax (each FP8 operand brought to its format's top binade by a power of two
+        from its own amax, undone on the dot's output: data that propagation left far from
+        unit scale keeps its bits) or none (the data cast as it is; E4M3FN holds 2^-9..448).
     min_dot_size: dots with fewer multiply-adds (M*N*K per batch) stay in the data dtype.
     exclude: a regular expression; dots whose location matches stay in the data dtype.
     rescale_at: points where scales are recomputed from the data at run time. None: at
@@ -59,6 +63,7 @@ class Policy:
     fp8_dots: bool = True
     forward_format: str = "float8_e4m3fn"
     gradient_format: str = "float8_e5m2"
+    fp8_scaling: str = "amax"
     min_dot_size: int = 0
     exclude: str = ""
     rescale_at: tuple[str, ...] | None = None
@@ -80,6 +85,8 @@ class Policy:
             if name not in FP8_FORMATS:
                 raise ScalifyError(f"unsupported FP8 format '{name}' "
                                    f"(use float8_e4m3fn or float8_e5m2)")
+        if self.fp8_scaling not in FP8_SCALINGS:
+            raise ScalifyError(f"unknown fp8_scaling '{self.fp8_scaling}' (amax or none)")
         unknown = [p for p in self.rescale_at if p not in RESCALE_POINTS]
         if unknown:
             raise ScalifyError(f"unknown rescale point '{unknown[0]}' "
@@ -131,6 +138,8 @@ class Policy:
         if self.fp8_dots:
             options = [f"forward-format={FP8_FORMATS[self.forward_format]}",
                        f"gradient-format={FP8_FORMATS[self.gradient_format]}"]
+            if self.fp8_scaling != "amax":
+                options.append(f"scaling={self.fp8_scaling}")
             if self.min_dot_size:
                 options.append(f"min-size={self.min_dot_size}")
             if self.exclude:

@@ -216,6 +216,7 @@ def test_cli_stats_report_fp8_dots(gpt: Step, gpt_default: Rewritten, tmp_path: 
     ({"rescale_method": "max"}, "unknown rescale method 'max'"),
     ({"min_dot_size": -1}, "min_dot_size must be >= 0"),
     ({"scale_rounding": "down"}, "unknown scale rounding 'down'"),
+    ({"fp8_scaling": "delayed"}, "unknown fp8_scaling 'delayed'"),
 ])
 def test_policy_rejects_bad_values(kwargs: dict, message: str) -> None:
     with pytest.raises(ScalifyError, match=re.escape(message)):
@@ -245,14 +246,16 @@ def test_default_policy_is_the_default_pipeline() -> None:
 def test_policy_options_round_trip_through_the_pipeline_parser() -> None:
     policy = Policy(data_dtype="bfloat16", forward_format="float8_e5m2",
                     gradient_format="f8E4M3FN", min_dot_size=4096, exclude="lm_head|embed",
-                    rescale_at=("gradients", "outputs"), rescale_method="rms")
+                    rescale_at=("gradients", "outputs"), rescale_method="rms",
+                    fp8_scaling="none")
     options = _options(policy.pipeline())
     assert list(options) == ["inline", "rescale", "scalify", "fp8-dots", "simplify"]
     assert options["rescale"]["at"] == "gradients,outputs"
     assert options["rescale"]["method"] == "rms"
     assert options["scalify"]["data-dtype"] == "bf16"
     assert options["fp8-dots"] == {"forward-format": "f8E5M2", "gradient-format": "f8E4M3FN",
-                                   "min-size": 4096, "exclude": "lm_head|embed"}
+                                   "min-size": 4096, "exclude": "lm_head|embed",
+                                   "scaling": "none"}
 
 
 @pytest.mark.parametrize("policy", [
@@ -344,7 +347,7 @@ def test_fp8_casts_saturate_instead_of_overflowing() -> None:
     w[3, 0] = -np.inf
     g = np.ones((8, 4), np.float32)
     g[1, :3] = [-60000.0, 61440.0, -np.inf]  # dy = -g, out of E5M2 range
-    result = rewrite_module_source(_BACKWARD, "fp8-dots")
+    result = rewrite_module_source(_BACKWARD, "fp8-dots{scaling=none}")
     assert result.error is None and result.output is not None
     y, dx, dw = run_module(result.output.decode(), [x, w, g])
     dy = -g
@@ -361,7 +364,7 @@ def test_fp8_dot_matches_an_emulation_on_random_data() -> None:
     rng = np.random.default_rng(0)
     x, w, g = (rng.standard_normal(shape).astype(np.float32)
                for shape in ((8, 16), (16, 4), (8, 4)))
-    result = rewrite_module_source(_BACKWARD, "fp8-dots")
+    result = rewrite_module_source(_BACKWARD, "fp8-dots{scaling=none}")
     assert result.output is not None
     y, dx, dw = run_module(result.output.decode(), [x, w, g])
     x8, w8, dy8 = _quantize(x, "e4m3"), _quantize(w, "e4m3"), _quantize(-g, "e5m2")
@@ -370,6 +373,52 @@ def test_fp8_dot_matches_an_emulation_on_random_data() -> None:
     np.testing.assert_allclose(dw, x8.T @ dy8, rtol=1e-5, atol=1e-5)
     # and FP8 is not a no-op: E5M2 keeps 2 mantissa bits
     assert not np.allclose(dx, (-g) @ w.T, rtol=1e-3)
+
+
+def _shifted(x: np.ndarray, fmt: str) -> tuple[np.ndarray, float]:
+    """What scaling=amax does to an operand: times 2^e, amax * 2^e in the format's top binade
+    below its largest value ([128, 256) for E4M3FN, [16384, 32768) for E5M2), quantized."""
+    top = {"e4m3": 7, "e5m2": 14}[fmt]
+    shift = 2.0 ** (top - np.floor(np.log2(np.max(np.abs(x)))))
+    return _quantize(x * shift, fmt), shift
+
+
+def test_fp8_amax_scaling_matches_an_emulation_on_random_data() -> None:
+    """The default cast: each operand shifted by its own amax, the shifts undone in f32."""
+    rng = np.random.default_rng(0)
+    x, w, g = (rng.standard_normal(shape).astype(np.float32) * 2.0 ** e
+               for shape, e in (((8, 16), -12), ((16, 4), 3), ((8, 4), -20)))
+    result = rewrite_module_source(_BACKWARD, "fp8-dots")
+    assert result.output is not None
+    y, dx, dw = run_module(result.output.decode(), [x, w, g])
+    (x8, sx), (w8, sw), (dy8, sg) = _shifted(x, "e4m3"), _shifted(w, "e4m3"), _shifted(-g, "e5m2")
+    np.testing.assert_allclose(y, x8 @ w8 / (sx * sw), rtol=1e-5)
+    np.testing.assert_allclose(dx, dy8 @ w8.T / (sg * sw), rtol=1e-5)
+    np.testing.assert_allclose(dw, x8.T @ dy8 / (sx * sg), rtol=1e-5)
+
+
+def test_fp8_dot_of_data_far_from_unit_scale_keeps_its_bits() -> None:
+    """Data that propagation left at 2^-12 of its scale (a residual stream whose scale the
+    largest branch set, through a LayerNorm): cast as it is, E4M3FN (smallest subnormal 2^-9)
+    flushes it to 0 and the product is 0; shifted by its amax it keeps FP8's 4 bits."""
+    import jax.numpy as jnp
+
+    from scalify_hlo.compile import compile_scaled
+    from scalify_hlo.scaled_array import ScaledArray
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((16, 32)).astype(np.float32)
+    w = (rng.standard_normal((32, 8)) / np.sqrt(32)).astype(np.float32)
+    small = ScaledArray(jnp.asarray(x * 2.0 ** -12, jnp.float16), jnp.float32(2.0 ** 12))
+    want = x @ w
+    for policy, bound in ((Policy(), 0.1), (Policy(fp8_scaling="none"), None)):
+        step = compile_scaled(lambda a, b: a @ b, small, w, return_scaled=False, policy=policy)
+        got = np.asarray(step(small, w), np.float32)
+        error = np.linalg.norm(got - want) / np.linalg.norm(want)
+        if bound is None:
+            assert error > 0.5  # what the cast did before scaling=amax
+        else:
+            assert error < bound, error
 
 
 # --- the golden modules, run on XLA:CPU -------------------------------------------------------

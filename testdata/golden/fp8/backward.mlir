@@ -1,5 +1,5 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline fp8-dots | filecheck %s
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline fp8-dots --stats 2>&1 >/dev/null \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{scaling=none}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{scaling=none}' --stats 2>&1 >/dev/null \
 // RUN:   | filecheck %s --check-prefix STATS
 
 // Backward dots. JAX names the ops of the backward pass with `transpose(jvp(...))`

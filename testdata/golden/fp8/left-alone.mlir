@@ -1,15 +1,15 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline fp8-dots | filecheck %s
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline fp8-dots --stats 2>&1 >/dev/null \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{scaling=none}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{scaling=none}' --stats 2>&1 >/dev/null \
 // RUN:   | filecheck %s --check-prefix WARN
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{min-size=513}' \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{min-size=513 scaling=none}' \
 // RUN:   | filecheck %s --check-prefix MIN
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{min-size=513}' --stats \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{min-size=513 scaling=none}' --stats \
 // RUN:   2>&1 >/dev/null | filecheck %s --check-prefix MINWARN
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{min-size=512}' --stats \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{min-size=512 scaling=none}' --stats \
 // RUN:   2>&1 >/dev/null | filecheck %s --check-prefix MIN512
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{exclude=lm_head}' \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{exclude=lm_head scaling=none}' \
 // RUN:   | filecheck %s --check-prefix EXCL
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{exclude=lm_head}' --stats \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{exclude=lm_head scaling=none}' --stats \
 // RUN:   2>&1 >/dev/null | filecheck %s --check-prefix EXCLWARN
 
 // Dots that fp8-dots leaves alone, in the data dtype, each reported on stderr

@@ -1,9 +1,9 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{gradient-format=f8E4M3FN}' \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{gradient-format=f8E4M3FN scaling=none}' \
 // RUN:   | filecheck %s --check-prefix G43
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{forward-format=f8E5M2}' \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{forward-format=f8E5M2 scaling=none}' \
 // RUN:   | filecheck %s --check-prefix F52
 // RUN: scalify-hlo rewrite %s --split-input-file \
-// RUN:   --pipeline 'fp8-dots{forward-format=f8E5M2 gradient-format=f8E4M3FN}' \
+// RUN:   --pipeline 'fp8-dots{forward-format=f8E5M2 gradient-format=f8E4M3FN scaling=none}' \
 // RUN:   | filecheck %s --check-prefix SWAP
 // RUN: not scalify-hlo rewrite %s --split-input-file --pipeline 'fp8-dots{forward-format=f8E4M3}' 2>&1 \
 // RUN:   | filecheck %s --check-prefix BADFWD
@@ -25,7 +25,7 @@
 // BADGRAD: error: invalid value 'bf16' for option 'gradient-format' of pass 'fp8-dots': expected one of f8E4M3FN, f8E5M2
 // BADSIZE: error: invalid value 'big' for option 'min-size' of pass 'fp8-dots': expected an integer
 // BADRE:   error: invalid exclude pattern '[': unterminated character set at position 0
-// BADOPT:  error: unknown option 'format' for pass 'fp8-dots' (options: forward-format, gradient-format, min-size, exclude)
+// BADOPT:  error: unknown option 'format' for pass 'fp8-dots' (options: forward-format, gradient-format, min-size, exclude, scaling)
 
 // A dgrad, dx = dy . w^T, with dy computed in the backward pass.
 
