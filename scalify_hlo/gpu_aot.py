@@ -68,8 +68,16 @@ class GpuCompile:
 
 def available() -> bool:
     """Whether the gpu-aot extra is installed (the CUDA PJRT plugin and ptxas)."""
-    return all(importlib.util.find_spec(name) is not None
-               for name in ("jax_plugins.xla_cuda12", "jax_cuda12_plugin"))
+    return all(_installed(name) for name in ("jax_plugins.xla_cuda12", "jax_cuda12_plugin"))
+
+
+def _installed(module: str) -> bool:
+    """find_spec of a dotted name imports its parent, which raises when the parent is absent
+    (no ``jax_plugins`` package at all without the extra)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 @functools.cache
