@@ -181,10 +181,28 @@ def test_emulator_names_an_unsupported_op():
 
 
 # ----- (a) a single dot -------------------------------------------------------------------
+# fp8-dots' amax scaling (the default) lifts an operand's small values out of E4M3's
+# subnormals, so its products can span more than f32's 24 bits: then XLA's summation order
+# may round the f32 sum differently, and the result may differ from the emulation by one ulp
+# of the output's data type. Without the shift (scaling=none) every sum is exact.
+SCALINGS = {"none": DEFAULT_PIPELINE.replace("fp8-dots{", "fp8-dots{scaling=none "),
+            "amax": DEFAULT_PIPELINE}
+
+
+def assert_equal_or_one_ulp(xla: list[np.ndarray], emulated: list[np.ndarray]) -> None:
+    for got, want in zip(xla, emulated, strict=True):
+        if got.dtype.kind == "f" and got.ndim:
+            np.testing.assert_array_max_ulp(got, want, maxulp=1)
+        else:
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("scaling", SCALINGS)
 @pytest.mark.parametrize("seed, random_scales", [(0, False), (1, False), (2, True), (3, True)])
-def test_single_dot_bit_identical(seed: int, random_scales: bool):
+def test_single_dot_bit_identical(seed: int, random_scales: bool, scaling: str):
+    assert "scaling=none" in SCALINGS["none"] and "scaling" not in DEFAULT_PIPELINE
     signature = entry_signature(DOT_MODULE)
-    rewritten = rewrite_text(DOT_MODULE, DEFAULT_PIPELINE)
+    rewritten = rewrite_text(DOT_MODULE, SCALINGS[scaling])
     assert "f8E4M3FN" in rewritten
     rng = np.random.default_rng(seed)
     inputs = [rng.standard_normal(spec.shape).astype(np.float32) for spec in signature.inputs]
@@ -196,8 +214,11 @@ def test_single_dot_bit_identical(seed: int, random_scales: bool):
     emulated = emulator.run(flat)
 
     assert [d.lhs for d in emulator.dots] == ["float8_e4m3fn"]
-    assert all(d.order_independent for d in emulator.dots), "sums not exact in f32"
-    assert_bit_identical(xla, emulated)
+    if scaling == "none" or all(d.order_independent for d in emulator.dots):
+        assert all(d.order_independent for d in emulator.dots), "sums not exact in f32"
+        assert_bit_identical(xla, emulated)
+    else:
+        assert_equal_or_one_ulp(xla, emulated)
     (reference,) = run_module(DOT_MODULE, inputs)
     (fp8,) = join_outputs(signature, emulated)
     print(f"\nsingle dot 16x32 @ 32x8, seed {seed}"
