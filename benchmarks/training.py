@@ -91,7 +91,8 @@ def memory_targets(results: dict[str, RunResult], optimizer: str) -> list[str]:
     4 places and compared at 3: the f32 scales add 4 bytes per tensor, never 0.5x exactly)."""
     base = results.get("fp32")
     lines = []
-    for name, note in (("scalify-f16", "the default: second moment stored by its square root in f16"),
+    for name, note in (("scalify-f16", "the default: second moment stored by its square root "
+                                        "in f16"),
                        ("scalify-f16-sq16", "everything in f16"),
                        ("scalify-f16-bf16sq", "second moment in bf16")):
         r = results.get(name)
