@@ -53,6 +53,16 @@ def _sgd(params: PyTree, grads: PyTree, lr: float = SGD_LR) -> PyTree:
 # ---------------------------------------------------------------------------- MLP
 
 
+def mlp_loss(params: PyTree, x: jax.Array, y: jax.Array) -> jax.Array:
+    """The MLP's loss: ReLU between dense layers, softmax cross-entropy on one-hot labels."""
+    h = x
+    for i, layer in enumerate(params):
+        h = h @ layer["w"] + layer["b"]
+        if i < len(params) - 1:
+            h = jax.nn.relu(h)
+    return _softmax_xent_onehot(h, y)
+
+
 def mlp_step(seed: int = 0, batch: int = 8, sizes: Sequence[int] = (32, 64, 64, 10)) -> Factory:
     """ReLU MLP, softmax cross-entropy on float one-hot labels, SGD.
 
@@ -69,16 +79,8 @@ def mlp_step(seed: int = 0, batch: int = 8, sizes: Sequence[int] = (32, 64, 64, 
     labels = jax.random.randint(ky, (batch,), 0, sizes[-1])
     y = jax.nn.one_hot(labels, sizes[-1], dtype=jnp.float32)
 
-    def loss_fn(params: PyTree, x: jax.Array, y: jax.Array) -> jax.Array:
-        h = x
-        for i, layer in enumerate(params):
-            h = h @ layer["w"] + layer["b"]
-            if i < len(params) - 1:
-                h = jax.nn.relu(h)
-        return _softmax_xent_onehot(h, y)
-
     def step(params: PyTree, x: jax.Array, y: jax.Array) -> tuple[PyTree, jax.Array]:
-        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        loss, grads = jax.value_and_grad(mlp_loss)(params, x, y)
         return _sgd(params, grads), loss
 
     return step, (params, x, y)
