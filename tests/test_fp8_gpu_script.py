@@ -52,14 +52,19 @@ def test_without_a_gpu_the_script_says_the_gpu_part_was_not_run(tmp_path: Path) 
     assert result["fp8_dots"]["fp8"] == result["fp8_dots"]["dot_general"] > 0
 
 
-def test_the_gpu_code_path_runs_and_reports(fp8_gpu: Any) -> None:
-    """``run_gpu`` and the report of a run, on whatever device JAX has (CPU here)."""
+def _tiny_gpt(fp8_gpu: Any) -> tuple[Any, Any, Any, str]:
+    """A 1-layer d64 GPT step, its bf16 baseline, its arguments and its exported text."""
     models = fp8_gpu.load_models()
     shape = {"n_layers": 1, "d_model": 64, "n_heads": 4, "context": 32, "vocab": 64,
              "batch": 2}
     fn, args = models.gpt_step(**shape)
     bf16_fn, _ = models.gpt_step(**shape, compute_dtype=jnp.bfloat16)
-    text = models.export_text(fn, args)
+    return fn, bf16_fn, args, models.export_text(fn, args)
+
+
+def test_the_gpu_code_path_runs_and_reports(fp8_gpu: Any) -> None:
+    """``run_gpu`` and the report of a run, on whatever device JAX has (CPU here)."""
+    fn, bf16_fn, args, text = _tiny_gpt(fp8_gpu)
     chunk = fp8_gpu.rewrite_module_source(text, fp8_gpu.DEFAULT_PIPELINE)
     assert chunk.error is None
     step = fp8_gpu.Step(fn, bf16_fn, args, text, chunk.output.decode())
@@ -88,12 +93,7 @@ def test_the_gpu_code_path_runs_and_reports(fp8_gpu: Any) -> None:
 @pytest.mark.skipif(not gpu_aot.available(), reason="the gpu-aot extra is not installed")
 def test_deviceless_h100_counts_fp8_gemms_and_estimates_both_steps(fp8_gpu: Any) -> None:
     """Without a GPU, the H100 compile proves the FP8 GEMMs and gives a roofline estimate."""
-    models = fp8_gpu.load_models()
-    shape = {"n_layers": 1, "d_model": 64, "n_heads": 4, "context": 32, "vocab": 64,
-             "batch": 2}
-    fn, args = models.gpt_step(**shape)
-    bf16_fn, _ = models.gpt_step(**shape, compute_dtype=jnp.bfloat16)
-    text = models.export_text(fn, args)
+    fn, bf16_fn, args, text = _tiny_gpt(fp8_gpu)
     rewritten = fp8_gpu.rewrite_module_source(text, fp8_gpu.DEFAULT_PIPELINE).output.decode()
     aot = fp8_gpu.run_h100_aot(fp8_gpu.Step(fn, bf16_fn, args, text, rewritten))
     dots = fp8_gpu.count_fp8_dots(rewritten)["fp8"]
