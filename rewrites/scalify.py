@@ -14,7 +14,8 @@ from typing import Any
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites import rule_impls
 from scalify_hlo.rewrites.drift import compounding_constant_adds
-from scalify_hlo.rewrites.emitter import float_type, is_scalable_type
+from scalify_hlo.rewrites.emitter import dtype_name, float_type, is_scalable_type
+from scalify_hlo.rewrites.hand_back import handed_back
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 from scalify_hlo.rewrites.rules import RULES
@@ -336,6 +337,14 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
                     state.context.record("func.return", terminator.location, "rescale",
                                          f"{method}, result {index}")
             break
+    for index, value in enumerate(terminator.operands):
+        found = scope.lookup(value)
+        moved = (handed_back(scope, found, block, dtype_name(state.data_dtype))
+                 if isinstance(found, Scaled) else None)
+        if moved is not None:
+            scope.set(value, moved)
+            state.context.record("func.return", terminator.location, "rescale",
+                                 f"static hand-back, result {index}")
     roots: dict[ir.Value, Scaled] = {}
     for value, is_encoded in zip(terminator.operands, split.encoded_results, strict=True):
         if is_encoded and value not in roots:

@@ -72,6 +72,27 @@ def test_moving_average_fed_back_keeps_its_scale(policy: Policy) -> None:
                                rtol=2e-2)
 
 
+@pytest.mark.parametrize("data_dtype,rtol", [("float32", 1e-5), ("bfloat16", 0.1)])
+def test_moving_average_fed_back_keeps_its_scale_without_rescale(data_dtype: str,
+                                                                 rtol: float) -> None:
+    """f32 and bf16 data have no rescale point by default: ``0.99 * v`` at half v's scale
+    made v's scale halve on every call, saturate at 2^-126 after ~126 calls and the data
+    overflow at call ~130 (v near 4; fp32 gives finite values for ever). The result is
+    handed back at v's own scale by the static power instead: the same scale on every call,
+    exact in f32 data."""
+    x = jax.random.normal(jax.random.key(0), (32, 8)) * 2.0 ** -6
+    v = jnp.full((8,), 13.0)
+    step = compile_scaled(_running_variance, v, x,
+                          policy=Policy(data_dtype=data_dtype, fp8_dots=False))
+    scaled, _ = step.scale_args(v, x)
+    first_scale, reference = float(scaled.scale), v
+    for _ in range(150):
+        scaled = step(scaled, x)
+        reference = _running_variance(reference, x)
+    assert float(scaled.scale) == first_scale
+    np.testing.assert_allclose(np.asarray(scaled.unscale()), np.asarray(reference), rtol=rtol)
+
+
 def _exponential_average(momentum: float):
     def update(v: jax.Array, x: jax.Array) -> jax.Array:
         return momentum * v + (1.0 - momentum) * x
