@@ -32,6 +32,7 @@ import math
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named, splat_constant_value
+from scalify_hlo.rewrites.op_table import Trait, ops_with
 
 # (power of the first float operand, power of the second) in the result. Elementwise only:
 # a contraction or reduction (dot, convolution, reduce) ends a chain (see the module doc).
@@ -39,16 +40,8 @@ _PRODUCTS = {"stablehlo.multiply": (1.0, 1.0), "stablehlo.divide": (1.0, -1.0)}
 # Ops of one float operand that raise it to a power.
 _POWERS = {"chlo.square": 2.0, "stablehlo.sqrt": 0.5, "stablehlo.rsqrt": -0.5}
 # Ops whose float results keep the data range of their float operands.
-_KEEP_RANGE = (
-    "stablehlo.add", "stablehlo.subtract", "stablehlo.negate", "stablehlo.abs",
-    "stablehlo.convert", "stablehlo.reshape", "stablehlo.transpose",
-    "stablehlo.broadcast_in_dim", "stablehlo.slice", "stablehlo.dynamic_slice",
-    "stablehlo.gather", "stablehlo.reverse", "stablehlo.copy", "stablehlo.concatenate",
-    "stablehlo.pad", "stablehlo.dynamic_update_slice", "stablehlo.select", "stablehlo.clamp",
-    "stablehlo.maximum", "stablehlo.minimum", "stablehlo.remainder",
-    "stablehlo.optimization_barrier",
-)
-_ADDITIVE = ("stablehlo.add", "stablehlo.subtract")
+_KEEP_RANGE = ops_with(Trait.KEEPS_RANGE)
+_ADDITIVE = ops_with(Trait.SUMS)
 
 Powers = dict[int, float]  # origin index -> power of its data
 _NONE: Powers = {}

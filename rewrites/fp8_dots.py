@@ -34,6 +34,7 @@ from scalify_hlo.rewrites.emitter import (
     shape_of,
     splat_scalar,
 )
+from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 
 from scalify_hlo.ir import short_location
@@ -48,8 +49,7 @@ SCALINGS = ("amax", "none")
 # Bound on an operand's shift, so that both shifts and their sum stay normal f32 powers of two.
 _MAX_SHIFT = 60
 # Ops that only move data: an operand reached through them keeps its producer's role.
-_LAYOUT_OPS = {"stablehlo.transpose", "stablehlo.reshape", "stablehlo.broadcast_in_dim",
-               "stablehlo.convert", "stablehlo.slice", "stablehlo.copy"}
+_LAYOUT_OPS = ops_with(Trait.LAYOUT_ONLY)
 _DATA_DTYPES = ("f16", "bf16", "f32")
 
 

@@ -17,23 +17,14 @@ from typing import Any
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import Emitter, attributes_of, ops_named, scalar_type
+from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
 # Scalars per packed vector: XLA:CPU fuses a concatenate of up to about 8 scalars into one
 # kernel, and runs every operand of a longer one as a kernel of its own.
 PACK = 8
 # Pure elementwise ops whose scalar instances are hoisted (no side effects, no regions).
-_HOISTABLE = frozenset({
-    "stablehlo.abs", "stablehlo.add", "stablehlo.and", "stablehlo.bitcast_convert",
-    "stablehlo.ceil", "stablehlo.clamp", "stablehlo.compare", "stablehlo.convert",
-    "stablehlo.divide", "stablehlo.exponential", "stablehlo.floor", "stablehlo.log",
-    "stablehlo.maximum", "stablehlo.minimum", "stablehlo.multiply", "stablehlo.negate",
-    "stablehlo.not", "stablehlo.or", "stablehlo.power", "stablehlo.remainder",
-    "stablehlo.round_nearest_even", "stablehlo.rsqrt", "stablehlo.select",
-    "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
-    "stablehlo.shift_right_logical", "stablehlo.sign", "stablehlo.sqrt", "stablehlo.subtract",
-    "stablehlo.xor",
-})
+_HOISTABLE = ops_with(Trait.HOISTABLE)
 
 
 def _is_scalar(value: ir.Value) -> bool:

@@ -12,14 +12,10 @@ from collections.abc import Callable
 import numpy as np
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import attributes_of, distinct_values, is_scalable_type
+from scalify_hlo.rewrites.op_table import Trait, ops_with
 
-_HOMOGENEOUS_OPS = {
-    "stablehlo.add", "stablehlo.subtract", "stablehlo.maximum", "stablehlo.minimum",
-    "stablehlo.select", "stablehlo.compare", "stablehlo.negate", "stablehlo.abs",
-    "stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not", "stablehlo.return",
-    "stablehlo.bitcast_convert", "stablehlo.convert",
-}
-_ADDITIVE_OPS = {"stablehlo.add", "stablehlo.subtract"}
+_HOMOGENEOUS_OPS = ops_with(Trait.HOMOGENEOUS)
+_SUMMING_OPS = ops_with(Trait.SUMS)
 
 
 def _scale_free_constant(op: ir.Operation) -> bool:
@@ -58,7 +54,7 @@ def is_homogeneous(region: ir.Region) -> bool:
 
 
 def is_additive(region: ir.Region) -> bool:
-    return any(op.name in _ADDITIVE_OPS and is_scalable_type(op.results[0].type)
+    return any(op.name in _SUMMING_OPS and is_scalable_type(op.results[0].type)
                for op in region_ops(region))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import ops_named
+from scalify_hlo.rewrites.op_table import Family, ops_in_family
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, RESCALE_DRIFTING_ATTR
 
@@ -24,7 +25,7 @@ from scalify_hlo.name_stack import is_backward
 from scalify_hlo.policy import RESCALE_METHODS, RESCALE_POINTS, SCALE_ROUNDINGS
 from scalify_hlo.symbols import entry_function
 
-_DOTS = ("stablehlo.dot_general", "stablehlo.convolution")
+_DOTS = ops_in_family(Family.DOT)
 _GRADIENT_PRODUCERS = _DOTS + ("stablehlo.reduce",)
 
 

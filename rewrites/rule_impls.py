@@ -25,6 +25,7 @@ from scalify_hlo.rewrites.emitter import (
     splat_constant_value,
     splat_scalar,
 )
+from scalify_hlo.rewrites.op_table import Trait, ops_with, target_has_trait
 from scalify_hlo.rewrites.regions import (
     clone_region_retyped,
     is_additive,
@@ -40,12 +41,6 @@ from scalify_hlo.scale import (
     pow2_exponent_of_magnitudes,
     sqrt_size_exponent,
 )
-
-# custom_call targets that only move or annotate data (sharding, layout): scale-transparent.
-LAYOUT_ONLY_CUSTOM_CALLS = {
-    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement",
-    "MoveToHost", "MoveToDevice", "LayoutConstraint",
-}
 
 
 # ----- helpers --------------------------------------------------------------------------
@@ -785,7 +780,7 @@ def rule_convert(scope: Scope, op: ir.Operation) -> None:
 
 def rule_custom_call(scope: Scope, op: ir.Operation) -> None:
     target = ir.StringAttr(op.attributes["call_target_name"]).value
-    if target in LAYOUT_ONLY_CUSTOM_CALLS and len(op.operands) == 1:
+    if target_has_trait(target, Trait.LAYOUT_ONLY) and len(op.operands) == 1:
         rule_same_scale(scope, op)
     else:
         rule_unscaled(scope, op, report=f"(target '{target}') has no scale rule")
@@ -872,8 +867,7 @@ def _enters_unset(scope: Scope, old: ir.Value) -> bool:
 
 
 # Ops that make a zero-filled tensor of a zero-filled operand.
-_ZERO_KEEPING = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape",
-                           "stablehlo.convert", "stablehlo.transpose", "stablehlo.copy"})
+_ZERO_KEEPING = ops_with(Trait.ZERO_FILL_THROUGH)
 
 
 def _is_zero_fill(old: ir.Value) -> bool:

@@ -31,7 +31,7 @@ from typing import Any
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
-from scalify_hlo.rewrites.loop_scales import _HOISTABLE as HOISTABLE
+from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
 # Scalars per packed vector (see loop_scales.PACK: XLA:CPU runs a concatenate of more
@@ -40,7 +40,7 @@ PACK = 8
 _NO_ROOT = -1  # the chain depends on block arguments, outer values and constants only
 # Scalar ops XLA copies into their users: the loop hoister's pure elementwise ops, and the
 # rounding of a statistic to a power of two.
-_CHAIN_OPS = HOISTABLE | {"stablehlo.reduce_precision"}
+_CHAIN_OPS = ops_with(Trait.HOISTABLE) | {"stablehlo.reduce_precision"}
 
 
 def _is_scalar_type(t: ir.Type) -> bool:

@@ -419,7 +419,7 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
         strict=strict,
         common_scale_rule=resolve_common_scale_rule(common_scale, dtype),
         context=context,
-        rules={name: rule.family.apply for name, rule in RULES.items()},  # no Rule.__call__
+        rules={name: rule.family.apply for name, rule in RULES.items()},
         fallback=rule_impls.rule_fallback,
         clone=rule_impls.rule_unscaled,
     )

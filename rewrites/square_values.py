@@ -37,25 +37,14 @@ from scalify_hlo.rewrites.emitter import (
     ops_named,
     splat_scalar,
 )
+from scalify_hlo.rewrites.op_table import Trait, ops_with, wide_operands
 from scalify_hlo.rewrites.regions import is_additive
 
-# Ops whose float results keep the range of every float operand.
-_SAME_RANGE = {
-    "stablehlo.add", "stablehlo.subtract", "stablehlo.maximum", "stablehlo.minimum",
-    "stablehlo.negate", "stablehlo.abs", "stablehlo.convert", "stablehlo.reshape",
-    "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
-    "stablehlo.reverse", "stablehlo.copy", "stablehlo.concatenate", "stablehlo.pad",
-    # Not range-keeping, but where Adam adds eps: sqrt(nu) + eps must stay wide, or eps
-    # (1e-8) flushes next to the largest |g| in f16 and 0 / (0 + eps) is 0 / 0.
-    "stablehlo.sqrt", "stablehlo.rsqrt",
-}
-# Ops that join only some operands (by index) with their results.
-_SOME_OPERANDS = {
-    "stablehlo.select": (1, 2),
-    "stablehlo.clamp": (1,),
-    "stablehlo.dynamic_slice": (0,),
-    "stablehlo.dynamic_update_slice": (0, 1),
-}
+# Ops whose float results join the class of every float operand (the op table's
+# JOINS_WIDE_CLASS ops that list no operands), and those that join only some (by index).
+_JOINING = ops_with(Trait.JOINS_WIDE_CLASS)
+_JOINS_ALL = frozenset(name for name in _JOINING if not wide_operands(name))
+_JOINS_SOME = {name: wide_operands(name) for name in _JOINING if wide_operands(name)}
 
 
 class _UnionFind:
@@ -116,7 +105,7 @@ def _scalar_like(value: ir.Value) -> bool:
     return False
 
 
-_VISITED = ("stablehlo.multiply", "stablehlo.divide", *_SAME_RANGE, *_SOME_OPERANDS,
+_VISITED = ("stablehlo.multiply", "stablehlo.divide", *_JOINS_ALL, *_JOINS_SOME,
             "stablehlo.optimization_barrier", "stablehlo.while", "stablehlo.case",
             "stablehlo.if", "stablehlo.bitcast_convert", "stablehlo.reduce", "chlo.square")
 
@@ -175,12 +164,12 @@ def wide_values(func: ir.Operation) -> WideValues:
             seeds.append(results[0])
         elif name == "stablehlo.divide" and _scalar_like(operands[1]):
             join(results[0], operands[0])
-        elif name in _SAME_RANGE:
+        elif name in _JOINS_ALL:
             for operand in operands:
                 for result in results:
                     join(result, operand)
-        elif name in _SOME_OPERANDS:
-            for index in _SOME_OPERANDS[name]:
+        elif name in _JOINS_SOME:
+            for index in _JOINS_SOME[name]:
                 join(results[0], operands[index])
         elif name == "stablehlo.optimization_barrier":
             for operand, result in zip(operands, results, strict=True):

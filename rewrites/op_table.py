@@ -1,0 +1,240 @@
+"""Every op the rewriter knows by name: one record each, its family and its traits.
+
+The *family* is the rule that propagates the op's scale (``rules.py`` says what each family
+does to data and scale and which function rewrites it); an op without one runs unscaled.
+The *traits* are the facts about an op that passes other than the rule ask: whether a
+region of it commutes with scaling, whether it only moves data, and so on (``Trait``). A
+pass asks ``ops_with(Trait.X)`` (once, at import) or ``has_trait(name, Trait.X)``; it keeps
+no op names of its own. Custom calls are keyed by their target (``CUSTOM_CALL_TARGETS``).
+
+Adding an op to an existing family is one ``_op(...)`` line here plus its case in
+``tests/op_cases.py``; ``tests/test_op_table.py`` checks every name is a registered op.
+This module imports nothing from the IR or the passes, so every pass can import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum, auto
+
+
+class Family(Enum):
+    """The scale-propagation rule an op follows (its ``FamilyRule`` in ``rules.py``)."""
+
+    SAME_SCALE = auto()
+    MERGE = auto()
+    CHOOSE = auto()
+    SELECT = auto()
+    ADDITIVE = auto()
+    COMPARE = auto()
+    WITH_REGION = auto()
+    SCATTER = auto()
+    SCALE_INVARIANT = auto()
+    MULTIPLY = auto()
+    DIVIDE = auto()
+    SQUARE = auto()
+    DOT = auto()
+    REDUCE = auto()
+    SELECT_AND_SCATTER = auto()
+    SQRT = auto()
+    NONLINEAR = auto()
+    CONSTANT = auto()
+    PRODUCER = auto()
+    CONVERT = auto()
+    CUSTOM_CALL = auto()
+    BARRIER = auto()
+    WHILE = auto()
+    CASE = auto()
+    SHARDING = auto()
+    MANUAL = auto()
+    COLLECTIVE = auto()
+    PERMUTE = auto()
+
+
+class Trait(Enum):
+    """A fact about an op that a pass asks; the value says what it means (``docs/ops.md``)."""
+
+    HOMOGENEOUS = ("f(c*x, c*y) = c*f(x, y) for a power of two c (or scale-free): a reducer, "
+                   "comparator or update region made of these runs on scaled data unchanged "
+                   "(regions.is_homogeneous)")
+    SUMS = ("adds or subtracts its operands: a region with one on floats sums "
+            "(regions.is_additive); a runtime + constant one may drift (drift.py)")
+    KEEPS_RANGE = ("float results keep the data range of its float operands (the largest): "
+                   "a data drift goes through it unchanged (drift.py)")
+    JOINS_WIDE_CLASS = ("float results join the class of its float operands (all, or those "
+                        "in `wide_operands`): a square or a float made from bits among them "
+                        "makes the results wide too (square_values.py)")
+    LAYOUT_ONLY = ("only moves, retypes or annotates data: a dot operand reached through it "
+                   "keeps its producer's forward/backward role (fp8_dots.py); a custom call "
+                   "with such a target passes (data, scale) through (rule_custom_call)")
+    ZERO_FILL_THROUGH = ("a splat-zero operand gives a zero-filled result: the check for a "
+                         "loop's zero-filled initial value looks through it (rule_impls.py)")
+    HOISTABLE = ("pure elementwise, no regions or side effects: a scalar instance with "
+                 "loop-invariant operands is hoisted out of its loop (loop_scales.py), and "
+                 "XLA copies one into its users (scale_epochs.py)")
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    name: str
+    family: Family | None  # None: no scale rule (integer and boolean ops, terminators)
+    traits: frozenset[Trait]
+    # With JOINS_WIDE_CLASS: the operands joined with the result (empty: all of them).
+    wide_operands: tuple[int, ...] = ()
+
+
+def _op(name: str, family: Family | None, *traits: Trait,
+        wide_operands: tuple[int, ...] = ()) -> OpRecord:
+    return OpRecord(name, family, frozenset(traits), wide_operands)
+
+
+F = Family
+HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY, ZERO_FILL_THROUGH, HOISTABLE = (
+    Trait.HOMOGENEOUS, Trait.SUMS, Trait.KEEPS_RANGE, Trait.JOINS_WIDE_CLASS,
+    Trait.LAYOUT_ONLY, Trait.ZERO_FILL_THROUGH, Trait.HOISTABLE)
+
+# Grouped by family, in the order docs/ops.md lists the families.
+RECORDS = (
+    _op("stablehlo.reshape", F.SAME_SCALE, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY,
+        ZERO_FILL_THROUGH),
+    _op("stablehlo.transpose", F.SAME_SCALE, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY,
+        ZERO_FILL_THROUGH),
+    _op("stablehlo.broadcast_in_dim", F.SAME_SCALE, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY,
+        ZERO_FILL_THROUGH),
+    _op("stablehlo.slice", F.SAME_SCALE, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY),
+    _op("stablehlo.dynamic_slice", F.SAME_SCALE, KEEPS_RANGE, JOINS_WIDE_CLASS,
+        wide_operands=(0,)),
+    _op("stablehlo.gather", F.SAME_SCALE, KEEPS_RANGE),
+    _op("stablehlo.reverse", F.SAME_SCALE, KEEPS_RANGE, JOINS_WIDE_CLASS),
+    _op("stablehlo.negate", F.SAME_SCALE, HOMOGENEOUS, KEEPS_RANGE, JOINS_WIDE_CLASS, HOISTABLE),
+    _op("stablehlo.abs", F.SAME_SCALE, HOMOGENEOUS, KEEPS_RANGE, JOINS_WIDE_CLASS, HOISTABLE),
+    _op("stablehlo.remainder", F.SAME_SCALE, KEEPS_RANGE, HOISTABLE),
+    _op("chlo.top_k", F.SAME_SCALE),
+    _op("stablehlo.concatenate", F.MERGE, KEEPS_RANGE, JOINS_WIDE_CLASS),
+    _op("stablehlo.dynamic_update_slice", F.MERGE, KEEPS_RANGE, JOINS_WIDE_CLASS,
+        wide_operands=(0, 1)),
+    _op("stablehlo.pad", F.MERGE, KEEPS_RANGE, JOINS_WIDE_CLASS),
+    _op("stablehlo.clamp", F.CHOOSE, KEEPS_RANGE, JOINS_WIDE_CLASS, HOISTABLE,
+        wide_operands=(1,)),
+    _op("stablehlo.maximum", F.CHOOSE, HOMOGENEOUS, KEEPS_RANGE, JOINS_WIDE_CLASS, HOISTABLE),
+    _op("stablehlo.minimum", F.CHOOSE, HOMOGENEOUS, KEEPS_RANGE, JOINS_WIDE_CLASS, HOISTABLE),
+    _op("stablehlo.select", F.SELECT, HOMOGENEOUS, KEEPS_RANGE, JOINS_WIDE_CLASS, HOISTABLE,
+        wide_operands=(1, 2)),
+    _op("stablehlo.add", F.ADDITIVE, HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS,
+        HOISTABLE),
+    _op("stablehlo.subtract", F.ADDITIVE, HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS,
+        HOISTABLE),
+    _op("stablehlo.compare", F.COMPARE, HOMOGENEOUS, HOISTABLE),
+    _op("stablehlo.sort", F.WITH_REGION),
+    _op("stablehlo.scatter", F.SCATTER),
+    _op("stablehlo.sign", F.SCALE_INVARIANT, HOISTABLE),
+    _op("stablehlo.atan2", F.SCALE_INVARIANT),
+    _op("stablehlo.multiply", F.MULTIPLY, HOISTABLE),
+    _op("stablehlo.divide", F.DIVIDE, HOISTABLE),
+    _op("chlo.square", F.SQUARE),
+    _op("stablehlo.dot_general", F.DOT),
+    _op("stablehlo.convolution", F.DOT),
+    _op("stablehlo.reduce", F.REDUCE),
+    _op("stablehlo.reduce_window", F.REDUCE),
+    _op("stablehlo.select_and_scatter", F.SELECT_AND_SCATTER),
+    # sqrt and rsqrt do not keep the range, but they are where Adam adds eps: sqrt(nu) + eps
+    # must stay wide, or eps (1e-8) flushes next to the largest |g| in f16 and 0 / (0 + eps)
+    # is 0 / 0.
+    _op("stablehlo.sqrt", F.SQRT, JOINS_WIDE_CLASS, HOISTABLE),
+    _op("stablehlo.rsqrt", F.SQRT, JOINS_WIDE_CLASS, HOISTABLE),
+    _op("stablehlo.exponential", F.NONLINEAR, HOISTABLE),
+    _op("stablehlo.exponential_minus_one", F.NONLINEAR),
+    _op("stablehlo.log", F.NONLINEAR, HOISTABLE),
+    _op("stablehlo.log_plus_one", F.NONLINEAR),
+    _op("stablehlo.logistic", F.NONLINEAR),
+    _op("stablehlo.tanh", F.NONLINEAR),
+    _op("stablehlo.sine", F.NONLINEAR),
+    _op("stablehlo.cosine", F.NONLINEAR),
+    _op("stablehlo.tan", F.NONLINEAR),
+    _op("stablehlo.cbrt", F.NONLINEAR),
+    _op("stablehlo.power", F.NONLINEAR, HOISTABLE),
+    _op("stablehlo.floor", F.NONLINEAR, HOISTABLE),
+    _op("stablehlo.ceil", F.NONLINEAR, HOISTABLE),
+    _op("stablehlo.round_nearest_afz", F.NONLINEAR),
+    _op("stablehlo.round_nearest_even", F.NONLINEAR, HOISTABLE),
+    _op("stablehlo.is_finite", F.NONLINEAR),
+    _op("stablehlo.reduce_precision", F.NONLINEAR),
+    # Homogeneous only between integers: regions.is_homogeneous checks its types.
+    _op("stablehlo.bitcast_convert", F.NONLINEAR, HOISTABLE),
+    _op("stablehlo.rng", F.NONLINEAR),
+    _op("stablehlo.rng_bit_generator", F.NONLINEAR),
+    _op("chlo.erf", F.NONLINEAR),
+    _op("chlo.erfc", F.NONLINEAR),
+    _op("chlo.erf_inv", F.NONLINEAR),
+    _op("chlo.tan", F.NONLINEAR),
+    _op("chlo.lgamma", F.NONLINEAR),
+    _op("chlo.digamma", F.NONLINEAR),
+    _op("chlo.sinh", F.NONLINEAR),
+    _op("chlo.cosh", F.NONLINEAR),
+    _op("chlo.asin", F.NONLINEAR),
+    _op("chlo.acos", F.NONLINEAR),
+    _op("chlo.atan", F.NONLINEAR),
+    _op("chlo.asinh", F.NONLINEAR),
+    _op("chlo.acosh", F.NONLINEAR),
+    _op("chlo.atanh", F.NONLINEAR),
+    _op("stablehlo.constant", F.CONSTANT),
+    _op("stablehlo.iota", F.PRODUCER),
+    # Homogeneous only between integers: regions.is_homogeneous checks its types.
+    _op("stablehlo.convert", F.CONVERT, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY,
+        ZERO_FILL_THROUGH, HOISTABLE),
+    _op("stablehlo.custom_call", F.CUSTOM_CALL),
+    _op("stablehlo.optimization_barrier", F.BARRIER, KEEPS_RANGE),
+    _op("stablehlo.while", F.WHILE),
+    _op("stablehlo.case", F.CASE),
+    _op("stablehlo.if", F.CASE),
+    _op("sdy.sharding_constraint", F.SHARDING),
+    _op("sdy.manual_computation", F.MANUAL),
+    _op("stablehlo.all_reduce", F.COLLECTIVE),
+    _op("stablehlo.reduce_scatter", F.COLLECTIVE),
+    _op("stablehlo.all_gather", F.COLLECTIVE),
+    _op("stablehlo.all_to_all", F.COLLECTIVE),
+    _op("stablehlo.collective_permute", F.PERMUTE),
+    # No scale rule: integer and boolean ops, and the region terminator.
+    _op("stablehlo.and", None, HOMOGENEOUS, HOISTABLE),
+    _op("stablehlo.or", None, HOMOGENEOUS, HOISTABLE),
+    _op("stablehlo.xor", None, HOMOGENEOUS, HOISTABLE),
+    _op("stablehlo.not", None, HOMOGENEOUS, HOISTABLE),
+    _op("stablehlo.shift_left", None, HOISTABLE),
+    _op("stablehlo.shift_right_arithmetic", None, HOISTABLE),
+    _op("stablehlo.shift_right_logical", None, HOISTABLE),
+    _op("stablehlo.return", None, HOMOGENEOUS),
+)
+OPS: dict[str, OpRecord] = {record.name: record for record in RECORDS}
+
+# custom_call targets that only move or annotate data (sharding, layout): scale-transparent.
+CUSTOM_CALL_TARGETS: dict[str, frozenset[Trait]] = {
+    target: frozenset({LAYOUT_ONLY}) for target in (
+        "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement",
+        "MoveToHost", "MoveToDevice", "LayoutConstraint",
+    )
+}
+
+
+def ops_with(trait: Trait) -> frozenset[str]:
+    """The names of the ops that have ``trait``."""
+    return frozenset(name for name, record in OPS.items() if trait in record.traits)
+
+
+def has_trait(op_name: str, trait: Trait) -> bool:
+    record = OPS.get(op_name)
+    return record is not None and trait in record.traits
+
+
+def target_has_trait(target: str, trait: Trait) -> bool:
+    """Whether a custom call to ``target`` has ``trait``."""
+    return trait in CUSTOM_CALL_TARGETS.get(target, frozenset())
+
+
+def wide_operands(op_name: str) -> tuple[int, ...]:
+    """The operands a JOINS_WIDE_CLASS op joins with its result (empty: all of them)."""
+    return OPS[op_name].wide_operands
+
+
+def ops_in_family(family: Family) -> tuple[str, ...]:
+    """The names of the ops of ``family``, in table order."""
+    return tuple(name for name, record in OPS.items() if record.family is family)
