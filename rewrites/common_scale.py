@@ -240,8 +240,6 @@ def _first_choice(values: Sequence[Scaled]) -> Scale:
     return values[0].scale
 
 
-
-
 def _fold(emit: Emitter, name: str, exponents: Sequence[ir.Value]) -> ir.Value:
     result = exponents[0]
     for value in exponents[1:]:
