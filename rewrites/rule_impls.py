@@ -1,8 +1,11 @@
 """How each family of StableHLO ops is rewritten on (data, scale) pairs.
 
-Every function here has the signature ``rule(scope, op)``: it reads the op's operands from
-the scope's value map, emits the rewritten ops and binds the op's results. The table that
-assigns a rule to each op name is ``rules.py``.
+Every rule has the signature ``rule(scope, op)``: it reads the op's operands from the
+scope's value map, emits the rewritten ops and binds the op's results. The table that
+assigns a rule to each op name is ``rules.py``. The rules of elementwise, reducing, layout
+and producing ops are here; select/max/min/clamp/compare are in ``rules_pick.py``,
+while/case/optimization_barrier in ``rules_control_flow.py``, and what they share (and the
+unscaled fallback) in ``rule_support.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from scalify_hlo.rewrites.emitter import (
 from scalify_hlo.rewrites.regions import is_additive, is_assignment, is_homogeneous
 from scalify_hlo.rewrites.rule_support import (
     _same_scale,
-    all_any_scale,
     bind_results,
     emit_like,
     float_operand_indices,
@@ -44,7 +46,7 @@ from scalify_hlo.scale import (
     sqrt_size_exponent,
 )
 
-__all__ = ["LAYOUT_ONLY_CUSTOM_CALLS", "all_any_scale", "bind_results", "emit_like",
+__all__ = ["LAYOUT_ONLY_CUSTOM_CALLS", "bind_results", "emit_like",
            "float_operand_indices", "operands_at_common_scale", "rule_case", "rule_choose",
            "rule_compare", "rule_optimization_barrier", "rule_select", "rule_unscaled",
            "rule_while"]
@@ -92,8 +94,8 @@ def rule_scale_invariant(scope: Scope, op: ir.Operation) -> None:
 
 
 def rule_with_region(scope: Scope, op: ir.Operation) -> None:
-    """Sort, scatter and friends: like ``rule_same_scale`` when the regions commute with
-    scaling, otherwise run unscaled and report why."""
+    """sort: like ``rule_same_scale`` when its comparator commutes with scaling, otherwise
+    run unscaled and report why (scatter has ``rule_scatter``)."""
     if all(is_homogeneous(r) for r in op.regions):
         rule_same_scale(scope, op)
     else:
@@ -331,7 +333,7 @@ def rule_producer(scope: Scope, op: ir.Operation) -> None:
     largest = t.shape[ir.IntegerAttr(op.attributes["iota_dimension"]).value] - 1
     # largest / 2^exp < 2^max_exp: the data type holds every value
     exp = (math.frexp(largest)[1] - scope.max_exponent()
-           if scope.passes_data_range(largest, t.element_type) else 0)
+           if scope.exceeds_data_range(largest, t.element_type) else 0)
     rule_unscaled(scope, op, scale=Scale(exp))
 
 
@@ -346,8 +348,8 @@ def _largest_magnitude(t: ir.Type) -> float:
 def rule_convert(scope: Scope, op: ir.Operation) -> None:
     source, result = op.operands[0], op.results[0]
     if not scope.is_scaled(source) and is_scalable_type(result.type) and \
-            scope.passes_data_range(_largest_magnitude(element_type(source)),
-                                    element_type(result)):
+            scope.exceeds_data_range(_largest_magnitude(element_type(source)),
+                                     element_type(result)):
         converted = scope.emit.convert(scope.plain(source), element_type(result))
         scope.set(result, scope.encode_in_range(converted))
         return

@@ -45,15 +45,9 @@ def bind_results(scope: Scope, op: ir.Operation, new: ir.Operation, scale: Scale
         scope.set(old, Scaled(value, scale, any_scale) if is_scalable(t) else value)
 
 
-def all_any_scale(scope: Scope, op: ir.Operation) -> bool:
-    """Whether every float operand is scale-free (only 0, +-inf, NaN), and there is one."""
-    floats = [scope.scaled(v) for v in op.operands if scope.is_scaled(v)]
-    return bool(floats) and all(f.any_scale for f in floats)
-
-
 def _float_operands(scope: Scope, olds: list[ir.Value]) -> tuple[list[int], list[Scaled]]:
-    """Positions and (data, scale) of the float operands: each read once, in order, for
-    both ``all_any_scale`` and ``operands_at_common_scale`` (which read them again)."""
+    """Positions and (data, scale) of the float operands: each read once, in order,
+    for both the any-scale test and ``operands_at_common_scale`` (which reads them again)."""
     indices = float_operand_indices(scope, olds)
     return indices, [scope.scaled(olds[i]) for i in indices]
 
@@ -89,8 +83,8 @@ def operands_at_common_scale(
 
 def _same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,
                 merge: bool = False) -> None:
-    """``all_any_scale``, ``operands_at_common_scale`` and the op at that scale, with the
-    operands read once."""
+    """Whether every float operand is any-scale, ``operands_at_common_scale`` and the op at
+    that scale, with the operands read once."""
     olds = list(op.operands)
     indices, floats = _float_operands(scope, olds)
     if not floats:  # floats made from other types (abs of a complex): no scale to carry

@@ -119,7 +119,7 @@ def resolve_common_scale_rule(rule: str, data_dtype: str) -> str:
     an in-place update such as SGD's hands the weight's scale back unchanged, so the step
     returns the argument's own scale instead of computing one (a kernel per weight on
     XLA:CPU). ``first`` takes the first operand's scale that is one runtime factor as it is
-    (an argument's own, a loop carry's), else the first operand's (``scope._first_choice``);
+    (an argument's own, a loop carry's), else the first operand's (``common_scale._first_choice``);
     it is exact
     while operands are less than 2^126 apart, ``max`` (and the midpoint for merging ops)
     beyond that too."""

@@ -19,8 +19,6 @@ from scalify_hlo.scale import Factor, Scale
 if TYPE_CHECKING:
     from scalify_hlo.rewrites.scope import Scope
 
-# Data types with f32's exponent range, where data may sit far from unit scale.
-WIDE_RANGE_DTYPES = ("f32", "bf16")
 RESCALE_ATTR = "scalify.rescale"  # set by the rescale pass on ops whose results it rescales
 # Set by the rescale pass on the entry function's return: rescale the results whose scale can
 # drift from one call to the next (``Scope.can_drift``).

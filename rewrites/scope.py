@@ -16,7 +16,6 @@ from scalify_hlo.rewrites.scale_builder import ScaleBuilder
 from scalify_hlo.rewrites.scalify_state import (
     RESCALE_ATTR,
     RESCALE_DRIFTING_ATTR,
-    WIDE_RANGE_DTYPES,
     Mapped,
     Scaled,
     ScalifyState,
@@ -28,7 +27,7 @@ from scalify_hlo.errors import RewriteError
 from scalify_hlo.ir import short_location
 from scalify_hlo.scale import Scale
 
-__all__ = ["RESCALE_ATTR", "RESCALE_DRIFTING_ATTR", "WIDE_RANGE_DTYPES", "Mapped", "Scaled",
+__all__ = ["RESCALE_ATTR", "RESCALE_DRIFTING_ATTR", "Mapped", "Scaled",
            "ScalifyState", "Scope", "describe_runtime"]
 
 

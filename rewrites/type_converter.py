@@ -68,8 +68,8 @@ class TypeConverter:
         """The largest exponent of the current data type (15 for f16)."""
         return EXPONENT_RANGES.get(dtype_name(self.current_data_dtype()), (0, 127))[1]
 
-    def passes_data_range(self, largest: float, target: ir.Type) -> bool:
-        """Whether values of the float type ``target`` up to ``largest`` in magnitude can pass
+    def exceeds_data_range(self, largest: float, target: ir.Type) -> bool:
+        """Whether values of the float type ``target`` up to ``largest`` in magnitude can exceed
         the current data type's range at scale 1 where ``target``'s own range holds them (an
         int32 step count converted to f32 is inf in f16 data from 65520 on, and a
         learning-rate schedule of it 0 or NaN); where ``target``'s does not, the original

@@ -221,17 +221,6 @@ def summarize(array: np.ndarray) -> str:
 # ----- original vs scaled -----------------------------------------------------------------
 
 
-def scaled_signature(original: EntrySignature, data_dtype: str) -> EntrySignature:
-    """The entry signature ``scalify{data-dtype=...}`` gives a module with ``original``'s."""
-    def expand(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
-        flat: list[TensorSpec] = []
-        for spec in specs:
-            flat += ([TensorSpec(spec.shape, data_dtype), TensorSpec((), "f32")]
-                     if spec.is_scaled else [spec])
-        return tuple(flat)
-    return EntrySignature(expand(original.inputs), expand(original.results))
-
-
 def _scaled_match(specs: tuple[TensorSpec, ...],
                   flat: tuple[TensorSpec, ...]) -> list[str | None] | None:
     """Per spec, the data dtype of its (data, scale) pair in ``flat`` (None: unscaled), or
