@@ -10,6 +10,7 @@ from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import is_scalable_type
 from scalify_hlo.rewrites.scope import Scope
 
+from scalify_hlo.flat_pairs import flat_positions
 from scalify_hlo.names import (
     ARG_NAME_ATTR,
     DATA_SUFFIX,
@@ -102,11 +103,7 @@ class SignatureSplit:
         self.arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
         self.arg_names = argument_names(func)
         self.res_attrs = func.attributes["res_attrs"] if "res_attrs" in func.attributes else None
-        self.result_positions: list[int] = []
-        position = 0
-        for t in self.results:
-            self.result_positions.append(position)
-            position += 2 if is_scalable_type(t) else 1
+        self.result_positions = flat_positions(is_scalable_type(t) for t in self.results)
 
     def new_inputs(self) -> list[ir.Type]:
         return self._flat(self.inputs, self.input_data_types)
@@ -148,13 +145,9 @@ class SignatureSplit:
 
     def scale_arguments(self) -> list[int]:
         """The indices of the scale arguments in the new signature."""
-        indices: list[int] = []
-        position = 0
-        for t in self.inputs:
-            if is_scalable_type(t):
-                indices.append(position + 1)
-            position += 2 if is_scalable_type(t) else 1
-        return indices
+        scaled = [is_scalable_type(t) for t in self.inputs]
+        return [position + 1 for position, is_scaled in zip(flat_positions(scaled), scaled,
+                                                            strict=True) if is_scaled]
 
     def new_res_attrs(self) -> ir.ArrayAttr:
         entries: list[ir.Attribute] = []

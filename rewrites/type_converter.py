@@ -14,6 +14,7 @@ from scalify_hlo.rewrites.emitter import Emitter, dtype_name, element_type, is_s
 from scalify_hlo.rewrites.scalify_state import Scaled
 
 from scalify_hlo.errors import RewriteError
+from scalify_hlo.flat_pairs import flat_positions
 from scalify_hlo.ir import short_location
 from scalify_hlo.scale import EXPONENT_RANGES, LARGEST_FINITE, ONE, UNSET_EXPONENT, Scale
 
@@ -155,13 +156,11 @@ class TypeConverter:
                   f32_scales: bool = False) -> None:
         """Map original values to consecutive new values: two for floats (data, then an i32
         exponent, or an f32 scale with ``f32_scales``), one otherwise."""
-        position = 0
-        for old in olds:
-            if is_scalable_type(old.type):
+        scaled = [is_scalable_type(old.type) for old in olds]
+        for old, is_scaled, position in zip(olds, scaled, flat_positions(scaled), strict=True):
+            if is_scaled:
                 scale = news[position + 1]
                 self.set(old, Scaled(news[position], Scale.dynamic_f32(scale) if f32_scales
                                      else Scale.dynamic(scale)))
-                position += 2
             else:
                 self.set(old, news[position])
-                position += 1

@@ -14,6 +14,7 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.flat_pairs import flat_positions
 from scalify_hlo.scaled_array import ScaledArray, is_scaled_leaf
 from scalify_hlo.symbols import entry_function
 
@@ -89,17 +90,17 @@ def _example(leaf: Any, spec: LeafSpec) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(spec.shape, spec.dtype, sharding=sharding)
 
 
+def spec_positions(specs: list[LeafSpec]) -> list[int]:
+    """Per leaf, the position of its value (or data) in the flat scaled signature."""
+    return flat_positions(spec.scaled for spec in specs)
+
+
 def _with_encodings(specs: list[LeafSpec], sqrt_indices: tuple[int, ...]) -> list[LeafSpec]:
     """``specs`` with the encoding of each one whose data (at its flat position in the
     scaled signature) is listed in ``sqrt_indices``."""
     encoded = set(sqrt_indices)
-    marked: list[LeafSpec] = []
-    position = 0
-    for spec in specs:
-        marked.append(dataclasses.replace(spec, encoding="sqrt") if position in encoded
-                      else spec)
-        position += 2 if spec.scaled else 1
-    return marked
+    return [dataclasses.replace(spec, encoding="sqrt") if position in encoded else spec
+            for spec, position in zip(specs, spec_positions(specs), strict=True)]
 
 
 def _first_same_scale(module: ir.Module, out_specs: list[LeafSpec]) -> list[int]:
@@ -109,11 +110,9 @@ def _first_same_scale(module: ir.Module, out_specs: list[LeafSpec]) -> list[int]
     block = entry_function(module).regions[0].blocks[0]
     returned = list(block.operations[len(block.operations) - 1].operands)
     first_of: dict[ir.Value, int] = {}  # values hash and compare by identity
-    position = 0
-    for spec in out_specs:
+    for spec, position in zip(out_specs, spec_positions(out_specs), strict=True):
         if spec.scaled:
             firsts.append(first_of.setdefault(returned[position + 1], len(firsts)))
-        position += 2 if spec.scaled else 1
     return firsts
 
 
@@ -145,9 +144,5 @@ def _arg_slots(in_specs: list[LeafSpec], out_specs: list[LeafSpec],
 
 
 def _data_dtypes(avals: tuple[Any, ...], specs: list[LeafSpec]) -> list[Any]:
-    dtypes: list[Any] = []
-    position = 0
-    for spec in specs:
-        dtypes.append(avals[position].dtype if spec.scaled else None)
-        position += 2 if spec.scaled else 1
-    return dtypes
+    return [avals[position].dtype if spec.scaled else None
+            for spec, position in zip(specs, spec_positions(specs), strict=True)]

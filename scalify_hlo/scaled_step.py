@@ -19,6 +19,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.flat_pairs import flat_size
 from scalify_hlo.leaf_specs import (
     LeafSpec,
     _arg_slots,
@@ -29,6 +30,7 @@ from scalify_hlo.leaf_specs import (
     _is_scaled_dtype,
     _leaf_specs,
     _with_encodings,
+    spec_positions,
 )
 from scalify_hlo.scaled_array import (
     ScaleBank,
@@ -101,7 +103,7 @@ class ScaledStep:
         # Per scaled output, the first scaled output that returns the same scale value.
         self._first_same_scale: list[int] = []
 
-        expected = sum(2 if spec.scaled else 1 for spec in self._in_specs)
+        expected = flat_size(spec.scaled for spec in self._in_specs)
 
         def inspect(module: ir.Module) -> None:
             signature.append(signature_of(module))
@@ -263,15 +265,13 @@ class ScaledStep:
         raw = self.exported.call(*inputs)
         outputs: list[Any] = []
         scales: list[Any] = []
-        position = 0
-        for spec in self._out_specs:
+        for spec, position in zip(self._out_specs, spec_positions(self._out_specs),
+                                  strict=True):
             if not spec.scaled:
                 outputs.append(raw[position] if spec.key_impl is None else
                                jax.random.wrap_key_data(raw[position], impl=spec.key_impl))
-                position += 1
                 continue
             data, scale = raw[position], raw[position + 1]
-            position += 2
             if self.return_scaled:
                 outputs.append(data)
                 scales.append(scale)
