@@ -27,12 +27,12 @@ from scalify_hlo.rewrites.emitter import (
 )
 from scalify_hlo.rewrites.regions import is_additive, is_assignment, is_homogeneous
 from scalify_hlo.rewrites.rule_support import (
-    _same_scale,
     bind_results,
     emit_like,
     float_operand_indices,
     operands_at_common_scale,
     rule_unscaled,
+    same_scale,
 )
 from scalify_hlo.rewrites.rules_control_flow import rule_case, rule_optimization_barrier, rule_while
 from scalify_hlo.rewrites.rules_pick import rule_choose, rule_compare, rule_select
@@ -68,7 +68,7 @@ def rule_fallback(scope: Scope, op: ir.Operation) -> None:
 
 def rule_same_scale(scope: Scope, op: ir.Operation) -> None:
     """Linear-in-scale ops: float operands at one common scale, results at that scale."""
-    _same_scale(scope, op)
+    same_scale(scope, op)
 
 
 def rule_additive(scope: Scope, op: ir.Operation) -> None:
@@ -76,7 +76,7 @@ def rule_additive(scope: Scope, op: ir.Operation) -> None:
     raise to a power (a series' ``y = x/2 - 2``, ``drift.py``) is then rescaled (amax):
     whatever moved its data off unit (the constant dominating under common-scale=first, an
     argument's data far from 1) would be multiplied by every step of the series."""
-    _same_scale(scope, op)
+    same_scale(scope, op)
     if op in scope.state.compounding:
         scope.rescale_results(op, "amax:nearest")
 
@@ -84,7 +84,7 @@ def rule_additive(scope: Scope, op: ir.Operation) -> None:
 def rule_merge(scope: Scope, op: ir.Operation) -> None:
     """Ops that put pieces of their operands together without arithmetic between them
     (concatenate, max, pad): a common scale between the operands' (see Scope.common_scale)."""
-    _same_scale(scope, op, merge=True)
+    same_scale(scope, op, merge=True)
 
 
 def rule_scale_invariant(scope: Scope, op: ir.Operation) -> None:

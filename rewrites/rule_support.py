@@ -45,7 +45,7 @@ def bind_results(scope: Scope, op: ir.Operation, new: ir.Operation, scale: Scale
         scope.set(old, Scaled(value, scale, any_scale) if is_scalable(t) else value)
 
 
-def _float_operands(scope: Scope, olds: list[ir.Value]) -> tuple[list[int], list[Scaled]]:
+def float_operands(scope: Scope, olds: list[ir.Value]) -> tuple[list[int], list[Scaled]]:
     """Positions and (data, scale) of the float operands: each read once, in order,
     for both the any-scale test and ``operands_at_common_scale`` (which reads them again)."""
     indices = float_operand_indices(scope, olds)
@@ -56,7 +56,7 @@ def _at_common_scale(
     scope: Scope, olds: list[ir.Value], indices: list[int], floats: list[Scaled],
     constants_follow: bool = False, merge: bool = False,
 ) -> tuple[list[ir.Value], Scale]:
-    """``operands_at_common_scale`` from operands already read (``_float_operands``)."""
+    """``operands_at_common_scale`` from operands already read (``float_operands``)."""
     operands: list[ir.Value | None] = [None] * len(olds)
     scale = ONE
     if indices:
@@ -81,12 +81,12 @@ def operands_at_common_scale(
                             constants_follow, merge)
 
 
-def _same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,
+def same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,
                 merge: bool = False) -> None:
     """Whether every float operand is any-scale, ``operands_at_common_scale`` and the op at
     that scale, with the operands read once."""
     olds = list(op.operands)
-    indices, floats = _float_operands(scope, olds)
+    indices, floats = float_operands(scope, olds)
     if not floats:  # floats made from other types (abs of a complex): no scale to carry
         rule_unscaled(scope, op)
         return

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import Emitter, attributes_of
 from scalify_hlo.rewrites.rule_support import (
-    _float_operands,
-    _same_scale,
     bind_results,
     emit_like,
     float_operand_indices,
+    float_operands,
+    same_scale,
 )
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 
@@ -48,10 +48,10 @@ def rule_compare(scope: Scope, op: ir.Operation) -> None:
     """compare: operands at the midpoint of their exponents in a type that holds both (f32
     for f16 data), so the boolean is the unscaled program's at any spread up to 2^250."""
     olds = list(op.operands)
-    indices, floats = _float_operands(scope, olds)
+    indices, floats = float_operands(scope, olds)
     if not floats or _distinct_scales(floats) <= 1 or (
             scope.is_wide_range() and _fits_at_max(scope, floats)):
-        _same_scale(scope, op, merge=True)
+        same_scale(scope, op, merge=True)
         return
     datas = scope.in_type(floats, scope.midpoint(floats), _wide_element(scope))
     operands = _non_floats(scope, olds, indices)
@@ -110,7 +110,7 @@ def _pick_and_normalize(scope: Scope, op: ir.Operation) -> None:
     by the ratio of the two every trip (igamma's series and continued fraction: NaN after a
     few trips). One reduction, only where no scale relation is known at rewrite time."""
     olds = list(op.operands)
-    indices, floats = _float_operands(scope, olds)
+    indices, floats = float_operands(scope, olds)
     wide = _wide_element(scope)
     midpoint = scope.midpoint(floats)
     operands = _non_floats(scope, olds, indices)
@@ -246,9 +246,9 @@ def _pick_unrelated(scope: Scope, op: ir.Operation) -> None:
 def _choose(scope: Scope, op: ir.Operation) -> None:
     """select, max, min, clamp: the result is elementwise one of the operands."""
     olds = list(op.operands)
-    _, floats = _float_operands(scope, olds)
+    _, floats = float_operands(scope, olds)
     if not floats or _distinct_scales(floats) <= 1:
-        _same_scale(scope, op, constants_follow=True, merge=True)
+        same_scale(scope, op, constants_follow=True, merge=True)
         return
     if op.name == "stablehlo.select":
         pred = _uniform_predicate(scope, op)
@@ -261,7 +261,7 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
         return
     if scope.is_wide_range():  # the midpoint holds both (see Scope.midpoint)
         if _fits_at_max(scope, floats):
-            _same_scale(scope, op, merge=True)
+            same_scale(scope, op, merge=True)
         else:
             midpoint = scope.midpoint(floats)
             _bind_at(scope, op, floats, [scope.rescale_data(v, midpoint) for v in floats],
@@ -269,7 +269,7 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
         return
     if _fits_at_max(scope, floats) or runtime:
         # One runtime scale: constants follow it (down to where they stay in range).
-        _same_scale(scope, op, constants_follow=True, merge=True)
+        same_scale(scope, op, constants_follow=True, merge=True)
         return
     _pick_unrelated(scope, op)  # static scales too far apart for f16
 

@@ -24,8 +24,8 @@ from scalify_hlo.rewrites.scope import (
     ScalifyState,
     Scope,
 )
-from scalify_hlo.rewrites.signature_split import SignatureSplit, _returned_values, _scale_location
-from scalify_hlo.rewrites.sqrt_encoding import _decode_sqrt, _encode_sqrt
+from scalify_hlo.rewrites.signature_split import SignatureSplit, returned_values, scale_location
+from scalify_hlo.rewrites.sqrt_encoding import root_from_square, square_from_root
 from scalify_hlo.rewrites.square_values import wide_values
 
 from scalify_hlo.errors import RewriteError
@@ -60,13 +60,13 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
     for arg in old_block.arguments:
         arg_locs.append(arg.location)
         if is_scalable_type(arg.type):
-            arg_locs.append(_scale_location(arg.location))
+            arg_locs.append(scale_location(arg.location))
     block = new_func.regions[0].blocks.append(*split.new_inputs(), arg_locs=arg_locs)
     scope = Scope(state, block)
     scope.bind_flat(list(old_block.arguments), list(block.arguments), f32_scales=True)
     for arg, is_encoded in zip(old_block.arguments, split.encoded_inputs, strict=True):
         if is_encoded:
-            scope.set(arg, _decode_sqrt(scope, scope.scaled(arg), state.dtype_of(arg)))
+            scope.set(arg, square_from_root(scope, scope.scaled(arg), state.dtype_of(arg)))
             state.context.bump("scalify.sqrt-encoded")
     terminator = scope.rewrite_block(old_block)
     if terminator is None:
@@ -86,7 +86,7 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
     roots: dict[ir.Value, Scaled] = {}
     for value, is_encoded in zip(terminator.operands, split.encoded_results, strict=True):
         if is_encoded and value not in roots:
-            roots[value] = _encode_sqrt(scope, scope.scaled(value), state.data_dtype,
+            roots[value] = root_from_square(scope, scope.scaled(value), state.data_dtype,
                                         stochastic)
             state.context.bump("scalify.sqrt-encoded")
     for value, root in roots.items():
@@ -177,7 +177,7 @@ def _boundary_squares(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Valu
     moments, taken and returned). A square result with no such argument (a mean squared
     error loss) stays as it is: it is not fed back, and its reader expects data * scale."""
     block = func.regions[0].blocks[0]
-    returned = _returned_values(block) or []
+    returned = returned_values(block) or []
     args = [v for v in block.arguments if is_scalable_type(v.type) and v in squares]
     results = [v for v in returned if is_scalable_type(v.type) and v in squares]
     arg_types = {str(v.type) for v in args}

@@ -66,7 +66,7 @@ def _encoded(attrs: dict[str, ir.Attribute], is_encoded: bool) -> dict[str, ir.A
     return {**attrs, ENCODING_ATTR: ir.StringAttr.get(SQRT_ENCODING)}
 
 
-def _scale_location(loc: ir.Location) -> ir.Location:
+def scale_location(loc: ir.Location) -> ir.Location:
     text = str(loc)
     match = re.match(r'loc\("([^"]*)"\)$', text)
     return ir.Location.name(f"{match.group(1)}.scale") if match else loc
@@ -81,9 +81,9 @@ class SignatureSplit:
         self.inputs = list(function_type.inputs)
         self.results = list(function_type.results)
         block = func.regions[0].blocks[0]
-        returned = _returned_values(block)
+        returned = returned_values(block)
         # Which arguments and results cross the boundary as signed square roots, in the
-        # data dtype (``_decode_sqrt``, ``_encode_sqrt``).
+        # data dtype (``square_from_root``, ``root_from_square``).
         self.encoded_inputs = [a in encoded for a in block.arguments]
         self.encoded_results = ([v in encoded for v in returned] if returned is not None
                                 else [False] * len(self.results))
@@ -165,7 +165,7 @@ class SignatureSplit:
         return ir.ArrayAttr.get(entries)
 
 
-def _returned_values(block: ir.Block) -> list[ir.Value] | None:
+def returned_values(block: ir.Block) -> list[ir.Value] | None:
     ops = block.operations
     count = len(ops)  # the last op by index: listing them all makes a handle per op
     if count and ops[count - 1].operation.name == "func.return":

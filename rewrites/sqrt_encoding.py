@@ -10,7 +10,7 @@ from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.scale import Scale
 
 
-def _decode_sqrt(scope: Scope, value: Scaled, inside: ir.Type) -> Scaled:
+def square_from_root(scope: Scope, value: Scaled, inside: ir.Type) -> Scaled:
     """A square stored as its signed square root ``x = data * scale``, as ``x * |x|`` in the
     type it is computed in (``inside``, f32 for f16 data): the data is squared in f32 (exact
     for f16 and bf16 data), the scale is squared symbolically (no runtime op)."""
@@ -79,7 +79,7 @@ def _stochastic_round(scope: Scope, data: ir.Value, storage: ir.Type) -> ir.Valu
     return emit.convert(chosen, storage)
 
 
-def _encode_sqrt(scope: Scope, value: Scaled, storage: ir.Type,
+def root_from_square(scope: Scope, value: Scaled, storage: ir.Type,
                  stochastic: bool = False) -> Scaled:
     """A square as its signed square root ``sign(v) sqrt(|v|)`` in ``storage``: its binade
     span halves, so 16 bits hold squares of values spanning twice as many binades. The

@@ -21,11 +21,11 @@ from scalify_hlo.symbols import entry_function
 _SCALED_DTYPES = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
 
 
-def _is_scaled_dtype(dtype: Any) -> bool:
+def is_scaled_dtype(dtype: Any) -> bool:
     return jnp.dtype(dtype) in _SCALED_DTYPES
 
 
-def _is_key(value: Any) -> bool:
+def is_key(value: Any) -> bool:
     """A typed PRNG key array (``jax.random.key``): it crosses the exported module as its
     uint32 key data and is wrapped again on the other side."""
     dtype = getattr(value, "dtype", None)
@@ -46,17 +46,17 @@ class LeafSpec:
 
     @property
     def scaled(self) -> bool:
-        return _is_scaled_dtype(self.dtype)
+        return is_scaled_dtype(self.dtype)
 
 
-def _leaf_specs(tree: Any) -> tuple[list[LeafSpec], Any]:
+def specs_of_tree(tree: Any) -> tuple[list[LeafSpec], Any]:
     with_path, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_scaled_leaf)
     specs = []
     for path, leaf in with_path:
         if isinstance(leaf, ScaledArray):
             specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf.data)),
                                   np.dtype(np.float32)))
-        elif _is_key(leaf):
+        elif is_key(leaf):
             specs.append(LeafSpec(jax.tree_util.keystr(path), tuple(np.shape(leaf)),
                                   np.dtype(np.uint32), str(jax.random.key_impl(leaf))))
         else:  # the dtype jax.jit gives the leaf (a numpy float64 is float32 without x64)
@@ -81,7 +81,7 @@ def _array_dtype(leaf: Any, name: str) -> np.dtype:
     return dtype
 
 
-def _example(leaf: Any, spec: LeafSpec) -> jax.ShapeDtypeStruct:
+def example_of(leaf: Any, spec: LeafSpec) -> jax.ShapeDtypeStruct:
     if spec.key_impl is not None:
         data = jax.random.key_data(leaf)
         return jax.ShapeDtypeStruct(data.shape, data.dtype)
@@ -95,7 +95,7 @@ def spec_positions(specs: list[LeafSpec]) -> list[int]:
     return flat_positions(spec.scaled for spec in specs)
 
 
-def _with_encodings(specs: list[LeafSpec], sqrt_indices: tuple[int, ...]) -> list[LeafSpec]:
+def with_encodings(specs: list[LeafSpec], sqrt_indices: tuple[int, ...]) -> list[LeafSpec]:
     """``specs`` with the encoding of each one whose data (at its flat position in the
     scaled signature) is listed in ``sqrt_indices``."""
     encoded = set(sqrt_indices)
@@ -103,7 +103,7 @@ def _with_encodings(specs: list[LeafSpec], sqrt_indices: tuple[int, ...]) -> lis
             for spec, position in zip(specs, spec_positions(specs), strict=True)]
 
 
-def _first_same_scale(module: ir.Module, out_specs: list[LeafSpec]) -> list[int]:
+def first_same_scale(module: ir.Module, out_specs: list[LeafSpec]) -> list[int]:
     """Per scaled output of the rewritten module, the index (among scaled outputs) of the
     first one that returns the same SSA value as its scale."""
     firsts: list[int] = []
@@ -116,7 +116,7 @@ def _first_same_scale(module: ir.Module, out_specs: list[LeafSpec]) -> list[int]
     return firsts
 
 
-def _arg_slots(in_specs: list[LeafSpec], out_specs: list[LeafSpec],
+def arg_bank_slots(in_specs: list[LeafSpec], out_specs: list[LeafSpec],
                out_tree: Any) -> list[int | None]:
     """Per argument, the index of its scale in a bank made by ``scale_args`` (None where it
     has no scale): the index of the output at the same path with the same shape, if any, so
@@ -143,6 +143,6 @@ def _arg_slots(in_specs: list[LeafSpec], out_specs: list[LeafSpec],
     return slots
 
 
-def _data_dtypes(avals: tuple[Any, ...], specs: list[LeafSpec]) -> list[Any]:
+def leaf_data_dtypes(avals: tuple[Any, ...], specs: list[LeafSpec]) -> list[Any]:
     return [avals[position].dtype if spec.scaled else None
             for spec, position in zip(specs, spec_positions(specs), strict=True)]

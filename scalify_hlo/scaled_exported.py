@@ -20,7 +20,7 @@ def _flat_tree(count: int) -> Any:
     return jax.tree.structure((tuple(range(count)), {}))
 
 
-def _scaled_exported(original: jax_export.Exported, text: str, signature: EntrySignature,
+def scaled_exported(original: jax_export.Exported, text: str, signature: EntrySignature,
                      in_specs: list[LeafSpec], out_specs: list[LeafSpec]) -> jax_export.Exported:
     """An ``Exported`` for the rewritten module (``text``, whose entry signature is
     ``signature``): flat (data, scale) avals and shardings."""

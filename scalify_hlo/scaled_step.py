@@ -22,15 +22,15 @@ from scalify_hlo.errors import ScalifyError
 from scalify_hlo.flat_pairs import flat_size
 from scalify_hlo.leaf_specs import (
     LeafSpec,
-    _arg_slots,
-    _data_dtypes,
-    _example,
-    _first_same_scale,
-    _is_key,
-    _is_scaled_dtype,
-    _leaf_specs,
-    _with_encodings,
+    arg_bank_slots,
+    example_of,
+    first_same_scale,
+    is_key,
+    is_scaled_dtype,
+    leaf_data_dtypes,
     spec_positions,
+    specs_of_tree,
+    with_encodings,
 )
 from scalify_hlo.scaled_array import (
     ScaleBank,
@@ -43,17 +43,17 @@ from scalify_hlo.scaled_array import (
     split_pow2,
 )
 from scalify_hlo.scaled_array import banked as _banked
-from scalify_hlo.scaled_exported import _scaled_exported
+from scalify_hlo.scaled_exported import scaled_exported
 from scalify_hlo.signature import EntrySignature, signature_of
 from scalify_hlo.step_args import (
-    _HOST_TYPES,
-    _as_jax_value,
-    _bank_number,
-    _check_key,
-    _check_scale_type,
-    _committed,
-    _is_host_value,
-    _scaled_arg,
+    HOST_TYPES,
+    as_jax_value,
+    bank_number,
+    check_key,
+    check_scale_type,
+    committed_value,
+    is_host_value,
+    scaled_arg,
 )
 from scalify_hlo.step_report import Report
 
@@ -73,7 +73,7 @@ class ScaledStep:
         # Read every scale a call gets on the device and refuse bad ones (one wait per call),
         # and split traced ones (see _own_scale).
         self.check_scales = check_scales
-        self._in_specs, self._in_tree = _leaf_specs(args)
+        self._in_specs, self._in_tree = specs_of_tree(args)
         leaves = jax.tree.leaves(args, is_leaf=is_scaled_leaf)
 
         def flat_fn(*flat: Any) -> list[Any]:
@@ -81,12 +81,12 @@ class ScaledStep:
                 x, impl=spec.key_impl) for x, spec in zip(flat, self._in_specs, strict=True)]
             outputs = fn(*jax.tree.unflatten(self._in_tree, flat))
             out_leaves, self._out_tree = jax.tree.flatten(outputs)
-            self._out_key_impls = [str(jax.random.key_impl(x)) if _is_key(x) else None
+            self._out_key_impls = [str(jax.random.key_impl(x)) if is_key(x) else None
                                    for x in out_leaves]
             return [x if impl is None else jax.random.key_data(x)
                     for x, impl in zip(out_leaves, self._out_key_impls, strict=True)]
 
-        examples = [_example(leaf, spec) for leaf, spec in zip(leaves, self._in_specs,
+        examples = [example_of(leaf, spec) for leaf, spec in zip(leaves, self._in_specs,
                                                                 strict=True)]
         # keep_unused: the scaled signature has a (data, scale) pair for every leaf.
         jitted = jax.jit(flat_fn, keep_unused=True)
@@ -108,7 +108,7 @@ class ScaledStep:
         def inspect(module: ir.Module) -> None:
             signature.append(signature_of(module))
             if len(signature[0].inputs) == expected:  # else refused below
-                self._first_same_scale = _first_same_scale(module, self._out_specs)
+                self._first_same_scale = first_same_scale(module, self._out_specs)
 
         result = rewrite_module_source(self._exported_text, pipeline, debug_info=True,
                                        inspect=inspect, records=True, count_ops=True)
@@ -120,12 +120,12 @@ class ScaledStep:
                 f"the pipeline '{pipeline}' does not give the scaled calling convention (a "
                 f"(data, scale) pair per floating argument: {expected} arguments, got "
                 f"{len(signature[0].inputs)}); compile_scaled needs one with scalify")
-        self._in_specs = _with_encodings(self._in_specs, signature[0].sqrt_inputs)
-        self._out_specs = _with_encodings(self._out_specs, signature[0].sqrt_results)
+        self._in_specs = with_encodings(self._in_specs, signature[0].sqrt_inputs)
+        self._out_specs = with_encodings(self._out_specs, signature[0].sqrt_results)
         self._report = Report(result.ops_before, result.ops_after, dict(result.context.stats),
                               list(result.context.warnings),
                               list(result.context.records or []), pipeline)
-        self.exported = _scaled_exported(original, self.text, signature[0], self._in_specs,
+        self.exported = scaled_exported(original, self.text, signature[0], self._in_specs,
                                          self._out_specs)
         self._set_calling_convention()
 
@@ -134,7 +134,7 @@ class ScaledStep:
         """What a call needs beyond the exported module, from ``exported``, the leaf specs
         and trees and ``_first_same_scale``: run by ``__init__`` and by ``load_scaled``
         (which passes the bank layout it saved)."""
-        self._data_dtypes = _data_dtypes(self.exported.in_avals, self._in_specs)
+        self._data_dtypes = leaf_data_dtypes(self.exported.in_avals, self._in_specs)
         self._in_encodings = [spec.encoding for spec in self._in_specs]
         self._out_scaled = [spec.scaled for spec in self._out_specs]
         # (output index, its index in the bank, its encoding) of every scaled output.
@@ -145,7 +145,7 @@ class ScaledStep:
         # with the same path and shape (the state a training step returns), so that the
         # first call and the steady state of a loop take their scales from the same places
         # and run one compiled program; after the outputs' scales otherwise.
-        self._arg_slots = (_arg_slots(self._in_specs, self._out_specs, self._out_tree)
+        self._arg_slots = (arg_bank_slots(self._in_specs, self._out_specs, self._out_tree)
                            if arg_slots is None else arg_slots)
         if bank_size is None:
             bank_size = max([sum(self._out_scaled), *(s + 1 for s in self._arg_slots if
@@ -218,7 +218,7 @@ class ScaledStep:
                 layout[position] = OWN if is_known_pow2(scale) else self._own_scale(
                     scale, position)
                 continue
-            number = 0 if banks and banks[0] is bank else _bank_number(banks, bank)
+            number = 0 if banks and banks[0] is bank else bank_number(banks, bank)
             flat[position] = leaf.data
             layout[position] = number * BANK_STRIDE + leaf._index
         return flat, [bank.vector for bank in banks], tuple(layout)
@@ -232,7 +232,7 @@ class ScaledStep:
         caller's jax.jit, scan or fori_loop) is taken as a power of two: most are the step's
         own outputs carried from one iteration to the next, where a split would cost a
         multiply of every carried tensor per iteration; under ``check_scales`` it is split."""
-        if isinstance(scale, _HOST_TYPES):
+        if isinstance(scale, HOST_TYPES):
             value = check_scale(scale, f"args{self._in_specs[position].path}")
             return OWN if is_pow2(value) else SPLIT
         if isinstance(scale, jax.core.Tracer):
@@ -321,8 +321,8 @@ class ScaledStep:
         for leaf, code, spec in zip(flat, layout, self._in_specs, strict=True):
             name = f"args{spec.path}"
             source = leaf[0] if code in (OWN, SPLIT) else leaf
-            if spec.key_impl is not None or _is_key(source):
-                _check_key(name, source, spec)
+            if spec.key_impl is not None or is_key(source):
+                check_key(name, source, spec)
                 continue
             if isinstance(source, (dict, list, tuple)) or not hasattr(source, "shape"):
                 raise ScalifyError(f"{name}: a {type(source).__name__} where the step takes "
@@ -337,8 +337,8 @@ class ScaledStep:
                     raise ScalifyError(f"{name}: a ScaledArray where the step takes "
                                        f"{spec.dtype}")
                 if code in (OWN, SPLIT):
-                    _check_scale_type(name, leaf[1])
-            elif spec.scaled != _is_scaled_dtype(dtype) or (not spec.scaled and
+                    check_scale_type(name, leaf[1])
+            elif spec.scaled != is_scaled_dtype(dtype) or (not spec.scaled and
                                                              dtype != spec.dtype):
                 raise ScalifyError(f"{name}: dtype {dtype} does not match the compiled step's "
                                    f"{spec.dtype}")
@@ -352,25 +352,25 @@ class ScaledStep:
         program from the first call on."""
         self._flatten(args)  # the structure, with the path of a difference
         given = self._in_tree.flatten_up_to(args)
-        leaves = [_as_jax_value(leaf) for leaf in given]
+        leaves = [as_jax_value(leaf) for leaf in given]
         flat, _, layout = self._flatten(tuple(self._in_tree.unflatten(leaves)))
         self._check_leaves(flat, layout)
         # A host value becomes an array of the step's dtype, not weakly typed: the dtype
         # the step returns it in, so that feeding outputs back runs the same program.
-        converted = [_scaled_arg(leaf, dtype, f"args{spec.path}", spec.encoding)
+        converted = [scaled_arg(leaf, dtype, f"args{spec.path}", spec.encoding)
                      if spec.scaled else
-                     jnp.asarray(leaf, spec.dtype) if _is_host_value(value) else leaf
+                     jnp.asarray(leaf, spec.dtype) if is_host_value(value) else leaf
                      for value, leaf, spec, dtype in zip(given, leaves, self._in_specs,
                                                          self._data_dtypes, strict=True)]
-        converted = [ScaledArray(_committed(v.data), _committed(v.scale), v.encoding)
-                     if isinstance(v, ScaledArray) else _committed(v) for v in converted]
+        converted = [ScaledArray(committed_value(v.data), committed_value(v.scale), v.encoding)
+                     if isinstance(v, ScaledArray) else committed_value(v) for v in converted]
         if all(slot is None for slot in self._arg_slots):
             return tuple(jax.tree.unflatten(self._in_tree, converted))
         scales = [jnp.float32(1.0)] * self._bank_size
         for value, slot in zip(converted, self._arg_slots, strict=True):
             if slot is not None:
                 scales[slot] = jnp.asarray(value.scale, jnp.float32)
-        bank = ScaleBank(_committed(jnp.stack(scales)))
+        bank = ScaleBank(committed_value(jnp.stack(scales)))
         leaves = [value if slot is None else _banked(value.data, bank, slot, value.encoding)
                   for value, slot in zip(converted, self._arg_slots, strict=True)]
         return tuple(jax.tree.unflatten(self._in_tree, leaves))
