@@ -8,7 +8,6 @@ they are. Calls are inlined first, then the body is rebuilt op by op from ``rule
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from jax.extend.mlir import ir
@@ -26,268 +25,16 @@ from scalify_hlo.rewrites.scope import (
     ScalifyState,
     Scope,
 )
+from scalify_hlo.rewrites.signature_split import SignatureSplit, returned_values, scale_location
+from scalify_hlo.rewrites.sqrt_encoding import root_from_square, square_from_root
 from scalify_hlo.rewrites.square_values import wide_values
 
 from scalify_hlo.errors import RewriteError
-from scalify_hlo.names import (
-    ARG_NAME_ATTR,
-    DATA_SUFFIX,
-    ENCODING_ATTR,
-    ORIGINAL_TYPE_ATTR,
-    SCALE_SUFFIX,
-    SQRT_ENCODING,
-    argument_names,
-    half_name,
-)
-from scalify_hlo.scale import Scale
+from scalify_hlo.names import ORIGINAL_TYPE_ATTR
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 
 DATA_DTYPES = ("f32", "f16", "bf16")
 _DTYPE_ALIASES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
-
-_SDY_MESH_RE = re.compile(r"#sdy\.sharding<(@[\w.$-]+|mesh<[^>]*>)")
-
-
-def _dict_attr(attrs: ir.Attribute | None, index: int) -> dict[str, ir.Attribute]:
-    if attrs is None:
-        return {}
-    entry = ir.DictAttr(ir.ArrayAttr(attrs)[index])
-    return {named.name: named.attr for named in (entry[i] for i in range(len(entry)))}
-
-
-def _scale_attrs(data_attrs: dict[str, ir.Attribute]) -> dict[str, ir.Attribute]:
-    """A scale is replicated wherever its data is sharded."""
-    attrs: dict[str, ir.Attribute] = {}
-    if "mhlo.sharding" in data_attrs:
-        attrs["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
-    if "sdy.sharding" in data_attrs:
-        match = _SDY_MESH_RE.search(str(data_attrs["sdy.sharding"]))
-        if match:
-            attrs["sdy.sharding"] = ir.Attribute.parse(f"#sdy.sharding<{match.group(1)}, []>")
-    return attrs
-
-
-def _with_suffix(attrs: dict[str, ir.Attribute], suffix: str) -> dict[str, ir.Attribute]:
-    if "jax.result_info" in attrs:
-        attrs = dict(attrs)
-        info = ir.StringAttr(attrs["jax.result_info"]).value
-        attrs["jax.result_info"] = ir.StringAttr.get(f"{info}{suffix}")
-    return attrs
-
-
-def _with_name(attrs: dict[str, ir.Attribute], name: str | None) -> dict[str, ir.Attribute]:
-    """``attrs`` with ``jax.arg_info = name``: an argument keeps its path when the module is
-    printed without locations (where JAX's export keeps it)."""
-    if name is None:
-        return attrs
-    return {**attrs, ARG_NAME_ATTR: ir.StringAttr.get(name)}
-
-
-def _encoded(attrs: dict[str, ir.Attribute], is_encoded: bool) -> dict[str, ir.Attribute]:
-    """``attrs`` with ``scalify.encoding = "sqrt"`` for a data half stored as a square root."""
-    if not is_encoded:
-        return attrs
-    return {**attrs, ENCODING_ATTR: ir.StringAttr.get(SQRT_ENCODING)}
-
-
-def _decode_sqrt(scope: Scope, value: Scaled, inside: ir.Type) -> Scaled:
-    """A square stored as its signed square root ``x = data * scale``, as ``x * |x|`` in the
-    type it is computed in (``inside``, f32 for f16 data): the data is squared in f32 (exact
-    for f16 and bf16 data), the scale is squared symbolically (no runtime op)."""
-    emit, f32 = scope.emit, scope.state.types.f32
-    wide = emit.convert(value.data, f32)
-    square = emit.binary("stablehlo.multiply", wide, emit.unary("stablehlo.abs", wide))
-    return Scaled(emit.convert(square, inside), value.scale.times(value.scale))
-
-
-# Bits of f32's significand that a 16-bit storage type drops (stochastic rounding).
-_DROPPED_BITS = {"f16": 13, "bf16": 16}
-# Multipliers of a 32-bit integer hash (murmur3's finalizer), as signed i32.
-_HASH_MULTIPLIERS = (-1640531535, -2048144789, -1028477387)
-
-
-def _hash_bits(scope: Scope, bits: ir.Value, t: ir.RankedTensorType) -> ir.Value:
-    """A pseudo-random i32 per element, from its own bits and its indices: the root changes
-    every step, so each element draws a new value each step (no state, no key)."""
-    emit = scope.emit
-
-    def splat(value: int) -> ir.Value:
-        return emit.broadcast_scalar(emit.int_scalar(value), t)
-
-    h = bits
-    for dim in range(t.rank):
-        index = emit.op("stablehlo.iota", [], [t], {
-            "iota_dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)}).result
-        h = emit.binary("stablehlo.xor", h, emit.binary(
-            "stablehlo.multiply", index, splat(_HASH_MULTIPLIERS[dim % 3])))
-    for shift, multiplier in ((16, _HASH_MULTIPLIERS[1]), (13, _HASH_MULTIPLIERS[2])):
-        h = emit.binary("stablehlo.xor", h,
-                        emit.binary("stablehlo.shift_right_logical", h, splat(shift)))
-        h = emit.binary("stablehlo.multiply", h, splat(multiplier))
-    return emit.binary("stablehlo.xor", h,
-                       emit.binary("stablehlo.shift_right_logical", h, splat(16)))
-
-
-def _stochastic_round(scope: Scope, data: ir.Value, storage: ir.Type) -> ir.Value:
-    """f32 ``data`` rounded stochastically to ``storage`` (f16, bf16): a random integer
-    below 2^dropped is added to the bits and the dropped bits cleared, so a value rounds up
-    with probability equal to its distance from the value below. A moving average whose
-    per-step change is below half a unit in the last place (Adam's b2 = 0.999 in f16: 2^-10)
-    keeps its expected value, where nearest rounding drops the change. Exact for values in
-    the storage type's normal range; smaller ones (f16 subnormals) and non-finite ones are
-    rounded to nearest."""
-    dropped = _DROPPED_BITS.get(str(storage))
-    if dropped is None:
-        return data
-    emit, types = scope.emit, scope.state.types
-    t = ir.RankedTensorType(data.type)
-    int_type = types.with_element_type(t, ir.IntegerType.get_signless(32))
-    bits = emit.unary("stablehlo.bitcast_convert", data, int_type)
-    noise = emit.binary("stablehlo.and", _hash_bits(scope, bits, int_type),
-                        emit.broadcast_scalar(emit.int_scalar((1 << dropped) - 1), int_type))
-    mask = emit.broadcast_scalar(emit.int_scalar(-(1 << dropped)), int_type)
-    dithered = emit.binary("stablehlo.and", emit.binary("stablehlo.add", bits, noise), mask)
-    rounded = emit.unary("stablehlo.bitcast_convert", dithered, t)
-    magnitude = emit.unary("stablehlo.abs", data)
-    smallest = 2.0 ** -14 if dropped == 13 else 2.0 ** -126  # the smallest normal
-    largest = 65504.0 if dropped == 13 else 3.0e38
-    i1 = types.with_element_type(t, ir.IntegerType.get_signless(1))
-    in_range = emit.op("stablehlo.and", [
-        emit.compare("GE", magnitude, emit.splat(smallest, t)),
-        emit.compare("LE", magnitude, emit.splat(largest, t))], [i1]).result
-    chosen = emit.op("stablehlo.select", [in_range, rounded, data], [t]).result
-    return emit.convert(chosen, storage)
-
-
-def _encode_sqrt(scope: Scope, value: Scaled, storage: ir.Type,
-                 stochastic: bool = False) -> Scaled:
-    """A square as its signed square root ``sign(v) sqrt(|v|)`` in ``storage``: its binade
-    span halves, so 16 bits hold squares of values spanning twice as many binades. The
-    scale's exponent is made even first (an odd one moves a factor 2 into the data, in
-    f32), then halved; the root is rescaled by its amax so that it sits at unit scale
-    whatever the square's scale was."""
-    emit, types = scope.emit, scope.state.types
-    i32, f32 = types.scalar_i32, types.f32
-    wide = emit.convert(value.data, f32)
-    exponent = scope.exponent(value.scale)
-    odd = emit.binary("stablehlo.and", exponent, emit.int_scalar(1), i32)
-    wide = emit.times_factor(wide, emit.pow2_of_exponent(odd))
-    half = emit.binary("stablehlo.shift_right_arithmetic",
-                       emit.binary("stablehlo.subtract", exponent, odd, i32),
-                       emit.int_scalar(1), i32)
-    root = emit.binary("stablehlo.multiply", emit.unary("stablehlo.sign", wide),
-                       emit.unary("stablehlo.sqrt", emit.unary("stablehlo.abs", wide)))
-    rescaled = scope.rescale(Scaled(root, Scale.dynamic(half)), "amax:nearest")
-    data = (_stochastic_round(scope, rescaled.data, storage) if stochastic
-            else emit.convert(rescaled.data, storage))
-    return Scaled(data, rescaled.scale)
-
-
-def _scale_location(loc: ir.Location) -> ir.Location:
-    text = str(loc)
-    match = re.match(r'loc\("([^"]*)"\)$', text)
-    return ir.Location.name(f"{match.group(1)}.scale") if match else loc
-
-
-class SignatureSplit:
-    """How the entry function's arguments and results map to the flattened signature."""
-
-    def __init__(self, func: ir.Operation, scope: Scope,
-                 encoded: frozenset[ir.Value] = frozenset()) -> None:
-        function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-        self.inputs = list(function_type.inputs)
-        self.results = list(function_type.results)
-        block = func.regions[0].blocks[0]
-        returned = _returned_values(block)
-        # Which arguments and results cross the boundary as signed square roots, in the
-        # data dtype (``_decode_sqrt``, ``_encode_sqrt``).
-        self.encoded_inputs = [a in encoded for a in block.arguments]
-        self.encoded_results = ([v in encoded for v in returned] if returned is not None
-                                else [False] * len(self.results))
-        storage = scope.state.data_dtype
-        types = scope.state.types
-
-        def data_type(old: ir.Value, is_encoded: bool) -> ir.Type:
-            return (types.with_element_type(old.type, storage) if is_encoded
-                    else scope.data_type_of(old))
-
-        self.input_data_types = [data_type(a, e) for a, e in
-                                 zip(block.arguments, self.encoded_inputs, strict=True)]
-        self.result_data_types = ([data_type(v, e) for v, e in
-                                   zip(returned, self.encoded_results, strict=True)]
-                                  if returned is not None else
-                                  [scope.data_type(t) for t in self.results])
-        self.arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
-        self.arg_names = argument_names(func)
-        self.res_attrs = func.attributes["res_attrs"] if "res_attrs" in func.attributes else None
-        self.result_positions: list[int] = []
-        position = 0
-        for t in self.results:
-            self.result_positions.append(position)
-            position += 2 if is_scalable_type(t) else 1
-
-    def new_inputs(self) -> list[ir.Type]:
-        return self._flat(self.inputs, self.input_data_types)
-
-    def new_results(self) -> list[ir.Type]:
-        return self._flat(self.results, self.result_data_types)
-
-    @staticmethod
-    def _flat(types: list[ir.Type], data_types: list[ir.Type]) -> list[ir.Type]:
-        flat: list[ir.Type] = []
-        for t, data_type in zip(types, data_types, strict=True):
-            flat.append(data_type)
-            if is_scalable_type(t):
-                flat.append(ir.RankedTensorType.get([], ir.F32Type.get()))
-        return flat
-
-    def _remap_aliasing(self, attrs: dict[str, ir.Attribute]) -> dict[str, ir.Attribute]:
-        if "tf.aliasing_output" in attrs:
-            old = ir.IntegerAttr(attrs["tf.aliasing_output"]).value
-            if 0 <= old < len(self.result_positions):
-                attrs = dict(attrs)
-                attrs["tf.aliasing_output"] = ir.IntegerAttr.get(
-                    ir.IntegerType.get_signless(32), self.result_positions[old])
-        return attrs
-
-    def new_arg_attrs(self) -> ir.ArrayAttr:
-        entries: list[ir.Attribute] = []
-        for index, t in enumerate(self.inputs):
-            attrs = self._remap_aliasing(_dict_attr(self.arg_attrs, index))
-            name = self.arg_names[index]
-            if not is_scalable_type(t):
-                entries.append(ir.DictAttr.get(_with_name(attrs, name)))
-                continue
-            data_attrs = _with_name(attrs, half_name(name, DATA_SUFFIX))
-            entries.append(ir.DictAttr.get(_encoded(data_attrs, self.encoded_inputs[index])))
-            entries.append(ir.DictAttr.get(_with_name(_scale_attrs(attrs),
-                                                      half_name(name, SCALE_SUFFIX))))
-        return ir.ArrayAttr.get(entries)
-
-    def scale_arguments(self) -> list[int]:
-        """The indices of the scale arguments in the new signature."""
-        indices: list[int] = []
-        position = 0
-        for t in self.inputs:
-            if is_scalable_type(t):
-                indices.append(position + 1)
-            position += 2 if is_scalable_type(t) else 1
-        return indices
-
-    def new_res_attrs(self) -> ir.ArrayAttr:
-        entries: list[ir.Attribute] = []
-        for index, t in enumerate(self.results):
-            attrs = _dict_attr(self.res_attrs, index)
-            if is_scalable_type(t):
-                entries.append(ir.DictAttr.get(_encoded(_with_suffix(attrs, ".data"),
-                                                        self.encoded_results[index])))
-                scale_attrs = _scale_attrs(attrs)
-                if "jax.result_info" in attrs:
-                    scale_attrs["jax.result_info"] = attrs["jax.result_info"]
-                entries.append(ir.DictAttr.get(_with_suffix(scale_attrs, ".scale")))
-            else:
-                entries.append(ir.DictAttr.get(attrs))
-        return ir.ArrayAttr.get(entries)
 
 
 def scalify_function(func: ir.Operation, state: ScalifyState,
@@ -314,13 +61,13 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
     for arg in old_block.arguments:
         arg_locs.append(arg.location)
         if is_scalable_type(arg.type):
-            arg_locs.append(_scale_location(arg.location))
+            arg_locs.append(scale_location(arg.location))
     block = new_func.regions[0].blocks.append(*split.new_inputs(), arg_locs=arg_locs)
     scope = Scope(state, block)
     scope.bind_flat(list(old_block.arguments), list(block.arguments), f32_scales=True)
     for arg, is_encoded in zip(old_block.arguments, split.encoded_inputs, strict=True):
         if is_encoded:
-            scope.set(arg, _decode_sqrt(scope, scope.scaled(arg), state.dtype_of(arg)))
+            scope.set(arg, square_from_root(scope, scope.scaled(arg), state.dtype_of(arg)))
             state.context.bump("scalify.sqrt-encoded")
     terminator = scope.rewrite_block(old_block)
     if terminator is None:
@@ -348,7 +95,7 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
     roots: dict[ir.Value, Scaled] = {}
     for value, is_encoded in zip(terminator.operands, split.encoded_results, strict=True):
         if is_encoded and value not in roots:
-            roots[value] = _encode_sqrt(scope, scope.scaled(value), state.data_dtype,
+            roots[value] = root_from_square(scope, scope.scaled(value), state.data_dtype,
                                         stochastic)
             state.context.bump("scalify.sqrt-encoded")
     for value, root in roots.items():
@@ -357,14 +104,6 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
                                           scope.flatten(list(terminator.operands),
                                                         f32_scales=True), [])
     func.erase()
-
-
-def _returned_values(block: ir.Block) -> list[ir.Value] | None:
-    ops = block.operations
-    count = len(ops)  # the last op by index: listing them all makes a handle per op
-    if count and ops[count - 1].operation.name == "func.return":
-        return list(ops[count - 1].operation.operands)
-    return None
 
 
 def resolve_square_dtype(raw: str, data_dtype: str) -> str | None:
@@ -389,7 +128,7 @@ def resolve_common_scale_rule(rule: str, data_dtype: str) -> str:
     an in-place update such as SGD's hands the weight's scale back unchanged, so the step
     returns the argument's own scale instead of computing one (a kernel per weight on
     XLA:CPU). ``first`` takes the first operand's scale that is one runtime factor as it is
-    (an argument's own, a loop carry's), else the first operand's (``scope._first_choice``);
+    (an argument's own, a loop carry's), else the first operand's (``common_scale._first_choice``);
     it is exact
     while operands are less than 2^126 apart, ``max`` (and the midpoint for merging ops)
     beyond that too."""
@@ -447,7 +186,7 @@ def _boundary_squares(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Valu
     moments, taken and returned). A square result with no such argument (a mean squared
     error loss) stays as it is: it is not fed back, and its reader expects data * scale."""
     block = func.regions[0].blocks[0]
-    returned = _returned_values(block) or []
+    returned = returned_values(block) or []
     args = [v for v in block.arguments if is_scalable_type(v.type) and v in squares]
     results = [v for v in returned if is_scalable_type(v.type) and v in squares]
     arg_types = {str(v.type) for v in args}

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scalify_hlo.flat_pairs import flat_positions as pair_positions
 from scalify_hlo.inputs import (
     InputError,
     LoadedModule,
@@ -48,11 +49,7 @@ def pair_module(module: LoadedModule, info: ModuleInfo) -> Pairing | None:
 
 def flat_positions(specs: Sequence[TensorSpec]) -> list[int]:
     """Per original value, the position of its (data) value in the scaled signature."""
-    positions, position = [], 0
-    for spec in specs:
-        positions.append(position)
-        position += 2 if spec.is_scaled else 1
-    return positions
+    return pair_positions(spec.is_scaled for spec in specs)
 
 
 def collapse_names(specs: Sequence[TensorSpec],

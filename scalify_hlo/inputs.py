@@ -26,6 +26,7 @@ import numpy as np
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.flat_pairs import flat_positions, flat_size
 from scalify_hlo.names import label
 from scalify_hlo.scaled_array import check_scale, is_pow2, split_scale
 from scalify_hlo.signature import (
@@ -221,39 +222,25 @@ def summarize(array: np.ndarray) -> str:
 # ----- original vs scaled -----------------------------------------------------------------
 
 
-def scaled_signature(original: EntrySignature, data_dtype: str) -> EntrySignature:
-    """The entry signature ``scalify{data-dtype=...}`` gives a module with ``original``'s."""
-    def expand(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
-        flat: list[TensorSpec] = []
-        for spec in specs:
-            flat += ([TensorSpec(spec.shape, data_dtype), TensorSpec((), "f32")]
-                     if spec.is_scaled else [spec])
-        return tuple(flat)
-    return EntrySignature(expand(original.inputs), expand(original.results))
-
-
 def _scaled_match(specs: tuple[TensorSpec, ...],
                   flat: tuple[TensorSpec, ...]) -> list[str | None] | None:
     """Per spec, the data dtype of its (data, scale) pair in ``flat`` (None: unscaled), or
     None when ``flat`` is not ``specs`` in the scaled convention."""
+    if flat_size(spec.is_scaled for spec in specs) != len(flat):
+        return None
     dtypes: list[str | None] = []
-    position = 0
-    for spec in specs:
+    for spec, position in zip(specs, flat_positions(s.is_scaled for s in specs), strict=True):
         if spec.is_scaled:
-            if position + 2 > len(flat):
-                return None
             data, scale = flat[position], flat[position + 1]
             if (data.shape != spec.shape or data.element not in _DATA_DTYPES
                     or scale != TensorSpec((), "f32")):
                 return None
             dtypes.append(data.element)
-            position += 2
         else:
-            if position >= len(flat) or flat[position] != spec:
+            if flat[position] != spec:
                 return None
             dtypes.append(None)
-            position += 1
-    return dtypes if position == len(flat) else None
+    return dtypes
 
 
 def scaled_data_dtypes(original: EntrySignature,

@@ -17,6 +17,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.flat_pairs import flat_positions
 from scalify_hlo.names import ENCODING_ATTR, SQRT_ENCODING, string_attr
 from scalify_hlo.scaled_array import zero_tensor_scale
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
@@ -70,12 +71,8 @@ class EntrySignature:
 
 
 def _per_original(specs: tuple[TensorSpec, ...], encoded: set[int]) -> tuple[bool, ...]:
-    flags: list[bool] = []
-    position = 0
-    for spec in specs:
-        flags.append(position in encoded)
-        position += 2 if spec.is_scaled else 1
-    return tuple(flags)
+    return tuple(position in encoded
+                 for position in flat_positions(spec.is_scaled for spec in specs))
 
 
 def _spec(t: ir.Type) -> TensorSpec:
@@ -202,16 +199,11 @@ def input_data_dtypes(original: EntrySignature, scaled: EntrySignature) -> list[
     """Per original input, the numpy dtype of its data in the ``scaled`` module's signature
     (None for unscaled inputs): what ``split_inputs`` needs for a module whose data types
     differ between inputs."""
-    dtypes: list[np.dtype | None] = []
-    position = 0
-    for spec in original.inputs:
-        if spec.is_scaled:
-            dtypes.append(np.dtype(ELEMENT_DTYPES[scaled.inputs[position].element]))
-            position += 2
-        else:
-            dtypes.append(None)
-            position += 1
-    return dtypes
+    specs = original.inputs
+    return [np.dtype(ELEMENT_DTYPES[scaled.inputs[position].element]) if spec.is_scaled
+            else None
+            for spec, position in zip(specs, flat_positions(s.is_scaled for s in specs),
+                                      strict=True)]
 
 
 def join_outputs(original: EntrySignature, raw: Sequence[np.ndarray],
@@ -219,16 +211,15 @@ def join_outputs(original: EntrySignature, raw: Sequence[np.ndarray],
     """Regroup a scaled module's outputs into the original ones (``data * scale`` in f32,
     squared back for the results ``encoded`` as signed square roots)."""
     joined: list[np.ndarray] = []
-    position = 0
-    for index, spec in enumerate(original.results):
+    specs = original.results
+    positions = flat_positions(spec.is_scaled for spec in specs)
+    for index, (spec, position) in enumerate(zip(specs, positions, strict=True)):
         if spec.is_scaled:
             data, scale = raw[position], raw[position + 1]
             value = (np.asarray(data, np.float32) * np.float32(scale)).astype(np.float32)
             if index < len(encoded) and encoded[index]:
                 value = decode_sqrt(value)
             joined.append(value)
-            position += 2
         else:
             joined.append(np.asarray(raw[position]))
-            position += 1
     return joined

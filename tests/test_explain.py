@@ -223,8 +223,8 @@ def test_split_location(location: str, source: str, stack: str) -> None:
 
 def test_source_line_skips_scalify_hlos_own_frames() -> None:
     """A constant of a compile_scaled step has no line in the user's function: its source is
-    the user's call to compile_scaled, not compile.py's call to JAX."""
-    own = ROOT / "scalify_hlo" / "compile.py"
+    the user's call to compile_scaled, not scaled_step.py's call to JAX."""
+    own = ROOT / "scalify_hlo" / "scaled_step.py"
     location = (f'loc("jit(f)"(callsite("export"("{own}":114:11) at '
                 f'"<module>"("/u/train.py":37:7))))')
     assert split_location(location) == ("/u/train.py:37", "jit(f)")

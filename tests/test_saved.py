@@ -18,7 +18,7 @@ import pytest
 
 import scalify_hlo
 from scalify_hlo import Policy, ScaledArray, ScaledStep, compile_scaled, load_scaled, saved
-from scalify_hlo import compile as compile_module
+from scalify_hlo import scaled_step as step_module
 from scalify_hlo.errors import ScalifyError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testdata"))
@@ -62,8 +62,8 @@ def no_rewrite(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("exported or rewrote again")
 
-    monkeypatch.setattr(compile_module, "rewrite_module_source", refuse)
-    monkeypatch.setattr(compile_module.jax_export, "export", refuse)
+    monkeypatch.setattr(step_module, "rewrite_module_source", refuse)
+    monkeypatch.setattr(step_module.jax_export, "export", refuse)
     monkeypatch.setattr(saved.jax_export, "export", refuse)
 
 

@@ -1,0 +1,247 @@
+"""The common-scale policy: the scale that operands of a same-scale op are brought to (max,
+first or midpoint, constants following runtime scales), and the rescales to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from jax.extend.mlir import ir
+from scalify_hlo.rewrites.emitter import Emitter, dtype_name
+from scalify_hlo.rewrites.scalify_state import Scaled
+
+from scalify_hlo.scale import LARGEST_FINITE, ONE, UNSET_BELOW, Scale
+
+if TYPE_CHECKING:
+    from scalify_hlo.rewrites.scalify_state import ScalifyState
+    from scalify_hlo.rewrites.scope import Scope
+
+# Data types with f32's exponent range, where data may sit far from unit scale.
+_WIDE_RANGE_CLASSES = (ir.F32Type, ir.BF16Type)
+
+
+class CommonScale:
+    """Chooses common scales and rescales data to them (a mixin of ``Scope``)."""
+
+    state: ScalifyState
+    emit: Emitter
+    parent: Scope | None
+
+    def rescale_data(self, value: Scaled, target: Scale) -> ir.Value:
+        """``value``'s data re-expressed at scale ``target`` (an exact power-of-two factor)."""
+        if value.any_scale:
+            return value.data
+        ratio = value.scale.over(target)
+        if ratio.is_static:
+            return self.emit.scale_tensor_static(value.data, ratio.exp)
+        return self.emit.times_factor(value.data, self.factor(ratio))
+
+    def common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,
+                     merge: bool = False) -> Scale:
+        """The scale that operands of a same-scale op are brought to.
+
+        Statically the largest when the runtime factors agree; otherwise, by the pass option,
+        the runtime maximum (no data grows, so none overflows: the default) or the first
+        operand's scale (one rescale instead of two, but data 2^200 times its scale apart
+        overflows). Ops that ``merge`` pieces of their operands without arithmetic between
+        them (select, concatenate, max) take the midpoint of the exponents instead of the
+        max when the data has f32's range: both operands stay representable up to a spread
+        of 2^250 (2^-100 next to 2^100), where the max would flush the smaller one to 0.
+        With ``constants_follow``, static (constant-derived) scales adopt the runtime ones,
+        down to the lowest scale at which the constant's data stays in the data type's range
+        (``_constant_floor``).
+        """
+        scaled = [v for v in values if not v.any_scale]
+        if constants_follow and any(not v.scale.is_static for v in scaled):
+            floor = self._constant_floor([v for v in scaled if v.scale.is_static])
+            scaled = [v for v in scaled if not v.scale.is_static]
+            common = self.common_scale(scaled, merge=merge)
+            if floor is None:
+                return common
+            i32 = self.exponent_type()
+            return Scale.dynamic(self.emit.binary("stablehlo.maximum", self.exponent(common),
+                                                  self.emit.int_scalar(floor), i32))
+        if not scaled:
+            return ONE
+        first = scaled[0].scale
+        if all(v.scale.same_factors(first) for v in scaled):
+            return Scale(max(v.scale.exp for v in scaled), first.factors)
+        if self.state.common_scale_rule == "first":
+            return _first_choice(scaled)
+        distinct: list[Scale] = []
+        for value in scaled:
+            if value.scale not in distinct:
+                distinct.append(value.scale)
+        if merge and self.is_wide_range():
+            common = self._runtime_midpoint(distinct)
+        else:  # an unset exponent is below every other: the maximum ignores it
+            common = Scale.dynamic(_fold(self.emit, "stablehlo.maximum",
+                                         [self.exponent(scale) for scale in distinct]))
+            self.state.maxima[common] = tuple(distinct)
+        if all(self.state.maybe_unset(scale) for scale in distinct):
+            self.state.unset_factors.add(common.factors[0][0])
+        return common
+
+    def _runtime_midpoint(self, distinct: Sequence[Scale]) -> Scale:
+        """``2^((e_max + e_min) >> 1)`` of distinct scales, at run time (an unset exponent, a
+        zero-filled loop carry's, left out of the minimum: ``_midpoint_total``)."""
+        emit, i32 = self.emit, self.exponent_type()
+        exponents = [self.exponent(scale) for scale in distinct]
+        unset = [self.state.maybe_unset(scale) for scale in distinct]
+        if any(unset):
+            total = self._midpoint_total(exponents, unset)
+        elif len(exponents) == 2:
+            total = emit.binary("stablehlo.add", *exponents, i32)
+        else:
+            total = emit.binary("stablehlo.add", _fold(emit, "stablehlo.maximum", exponents),
+                                _fold(emit, "stablehlo.minimum", exponents), i32)
+        return Scale.dynamic(emit.binary("stablehlo.shift_right_arithmetic", total,
+                                         emit.int_scalar(1), i32))
+
+    def is_wide_range(self) -> bool:
+        """Whether the current data type has f32's exponent range (f32, bf16)."""
+        return type(self.current_data_dtype()) in _WIDE_RANGE_CLASSES
+
+    def midpoint(self, values: Sequence[Scaled]) -> Scale:
+        """The scale halfway (in exponent) between the extreme scales of ``values`` (any-scale
+        values ignored): every operand's data moves by at most half their spread, so f32
+        holds operands up to 2^250 apart. Static when the runtime factors agree."""
+        scaled = [v for v in values if not v.any_scale]
+        if not scaled:
+            return ONE
+        first = scaled[0].scale
+        if all(v.scale.same_factors(first) for v in scaled):
+            exps = [v.scale.exp for v in scaled]
+            return Scale((max(exps) + min(exps)) // 2, first.factors)
+        distinct: list[Scale] = []
+        for value in scaled:
+            if value.scale not in distinct:
+                distinct.append(value.scale)
+        return self._runtime_midpoint(distinct)
+
+    def static_spread(self, values: Sequence[Scaled]) -> int | None:
+        """How many binades apart the scales of ``values`` are (any-scale values ignored),
+        when that is known at rewrite time (the runtime factors agree); else None."""
+        scaled = [v for v in values if not v.any_scale]
+        if not scaled:
+            return 0
+        first = scaled[0].scale
+        if not all(v.scale.same_factors(first) for v in scaled):
+            return None
+        exps = [v.scale.exp for v in scaled]
+        return max(exps) - min(exps)
+
+    def in_type(self, values: Sequence[Scaled], scale: Scale, element: ir.Type) -> list[ir.Value]:
+        """The data of ``values`` at ``scale`` in ``element`` (converted first: a rescale of
+        f16 data in f32 neither flushes nor overflows)."""
+        return [self.rescale_data(Scaled(self.emit.convert(v.data, element), v.scale,
+                                         v.any_scale), scale) for v in values]
+
+    def _midpoint_total(self, exponents: Sequence[ir.Value], unset: Sequence[bool]) -> ir.Value:
+        """``max + min`` of the exponents, the minimum taken over those that are set (an unset
+        one counts as the maximum): the midpoint of a zero-filled loop carry and a value is
+        the value's scale, where the unset exponent would flush the value to 0."""
+        emit = self.emit
+        i32 = self.exponent_type()
+        largest = _fold(emit, "stablehlo.maximum", exponents)
+        present = [emit.op("stablehlo.select", [self.is_unset(e), largest, e], [i32]).result
+                   if maybe else e for e, maybe in zip(exponents, unset, strict=True)]
+        return emit.binary("stablehlo.add", largest, _fold(emit, "stablehlo.minimum", present),
+                           i32)
+
+    def is_unset(self, exponent: ir.Value) -> ir.Value:
+        """Whether a runtime exponent is (derived from) ``UNSET_EXPONENT``, as an i1."""
+        types = self.state.types
+        i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
+        attributes = {
+            "comparison_direction": types.attribute(
+                ("direction", "LT"),
+                lambda: ir.Attribute.parse("#stablehlo<comparison_direction LT>")),
+            "compare_type": types.attribute(
+                ("compare_type", "SIGNED"),
+                lambda: ir.Attribute.parse("#stablehlo<comparison_type SIGNED>")),
+        }
+        return self.emit.op("stablehlo.compare", [exponent, self.emit.int_scalar(UNSET_BELOW)],
+                            [i1], attributes).result
+
+    def can_drift(self, scale: Scale) -> bool:
+        """Whether a result's scale can move from one call of the step to the next when the
+        result is fed back as its argument: not static, not an argument's scale handed back
+        as is, and not the runtime max of one (which never falls below it; SGD's
+        ``w - lr * g`` with f16 data). A moving average's ``0.99 * v`` is at half v's scale
+        (0.99 is 1.98 * 2^-1), so ``0.99 * v + 0.01 * x * x`` halves its scale, and doubles
+        its data, on every call until the data overflows: such results take their scale
+        from their data (the ``drifting-outputs`` rescale point)."""
+        if scale.is_static:
+            return False
+        factor = scale.single_factor
+        if factor is not None and factor.is_f32:
+            return False
+        parts = self.state.maxima.get(scale)
+        return parts is None or all(part.is_static or self.can_drift(part) for part in parts)
+
+    def _constant_floor(self, constants: Sequence[Scaled]) -> int | None:
+        """The lowest exponent a constant operand of a select may follow the runtime operand
+        down to: a constant's data is below 2 at its own scale (``rule_constant``), so below
+        2^(max_exp - 1) times it, it is still in the data type's range. Without it, the 1.0
+        of ``where(norm(b) > 0, norm(b) / norm(g), 1.0)`` follows the ratio of a zero
+        tensor's norms (scale 2^-126 in f16) and saturates. Sentinels beyond the data type's
+        range at scale 1 (a mask's -1e9) have no floor: they saturate to the largest finite
+        value (``rescale_constant``), which keeps their sign and order, instead of pushing
+        the runtime data below the range."""
+        max_exp = self.max_exponent()
+        floors = [v.scale.exp - (max_exp - 1) for v in constants if v.scale.exp < max_exp]
+        return max(floors) if floors else None
+
+    def to_common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,
+                        merge: bool = False) -> tuple[list[ir.Value], Scale]:
+        if len(values) == 1:  # layout ops, convert...: what the general path computes
+            value = values[0]  # (its common scale drops the recipe, so this one does too)
+            scale = value.scale
+            return [value.data], (ONE if value.any_scale else scale if scale.recipe is None
+                                  else Scale(scale.exp, scale.factors))
+        scale = self.common_scale(values, constants_follow, merge)
+        if not constants_follow:
+            return [self.rescale_data(v, scale) for v in values], scale
+        return [self.rescale_constant(v, scale) if v.scale.is_static and not v.any_scale
+                else self.rescale_data(v, scale) for v in values], scale
+
+    def rescale_constant(self, value: Scaled, target: Scale) -> ir.Value:
+        """A constant operand that follows a runtime scale (``constants_follow``), saturated
+        to the data type's largest finite value where it passes the range: a mask's sentinel
+        (Flax's ``finfo(f32).min``, -1e9) stays below every unmasked value, as it is in the
+        original, but finite, so that a row with every key masked is ``-M - (-M) = 0`` in a
+        softmax, where -inf gave ``-inf - (-inf) = NaN`` (attention with a padding mask,
+        f16 and bf16 data)."""
+        ratio = value.scale.over(target)
+        largest = LARGEST_FINITE.get(dtype_name(self.current_data_dtype()))
+        if ratio.is_static or largest is None or largest >= LARGEST_FINITE["f32"]:
+            return self.rescale_data(value, target)
+        return self.emit.times_factor(value.data, self.factor(ratio), saturate_at=largest)
+
+
+def _first_choice(values: Sequence[Scaled]) -> Scale:
+    """The ``common-scale=first`` choice: the first operand whose scale is one runtime factor
+    as it is (an argument's own scale, a loop carry's, a measured one), else the first
+    operand's.
+
+    The result's data inherits the drift from unit of the scale it takes, and each runtime
+    factor (an argument's scale, say) can carry its own: ``x @ w1 + b1`` at ``x @ w1``'s
+    scale holds x's and w1's, at ``b1``'s only b1's (an MLP with every input's data at
+    2^-20 flushed its loss at x's, w1's and w2's, squared). The cost is the same, one
+    operand rescaled. Such a scale is also stable from call to call: an update hands the
+    weight's own scale back in either order (``lr * g + w``), a loop carry keeps its own
+    each trip, where a scale shifted by a constant (``0.9 * mu``'s, 2^-1 times mu's) would
+    move by that constant on every call."""
+    for value in values:
+        if value.scale.single_factor is not None:
+            return value.scale
+    return values[0].scale
+
+
+def _fold(emit: Emitter, name: str, exponents: Sequence[ir.Value]) -> ir.Value:
+    result = exponents[0]
+    for value in exponents[1:]:
+        result = emit.binary(name, result, value, emit.types.scalar_i32)
+    return result

@@ -1,0 +1,101 @@
+"""Dynamic rescaling: a scale measured from the data at run time (amax or RMS, rounded to a
+power of two), at the rescale pass's points and where wide data narrows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from jax.extend.mlir import ir
+from scalify_hlo.rewrites.emitter import Emitter, scalar_type
+from scalify_hlo.rewrites.scalify_state import Scaled
+
+from scalify_hlo.scale import MIN_EXPONENT, Scale
+
+if TYPE_CHECKING:
+    from scalify_hlo.rewrites.scalify_state import ScalifyState
+    from scalify_hlo.rewrites.scope import Scope
+
+
+class Rescaler:
+    """Moves a measured power of two from data to scale (a mixin of ``Scope``)."""
+
+    state: ScalifyState
+    emit: Emitter
+    parent: Scope | None
+
+    def rescale(self, value: Scaled, how: str) -> Scaled:
+        """Move ``pow2(amax or rms of data)`` from data to scale (1 for zero/non-finite).
+
+        ``how`` is ``method:rounding`` as the rescale pass writes it.
+        """
+        method, _, rounding = how.partition(":")
+        emit = self.emit
+        f32 = self.state.types.f32
+        wide = emit.convert(value.data, f32)
+        scalar = scalar_type(f32)
+        if method == "rms":
+            squares = emit.binary("stablehlo.multiply", wide, wide)
+            total = emit.reduce_all(squares, "stablehlo.add", 0.0)
+            count = float(max(1, int(np.prod(ir.RankedTensorType(wide.type).shape))))
+            statistic = emit.unary("stablehlo.sqrt", emit.binary(
+                "stablehlo.divide", total, emit.splat(count, scalar)))
+        else:
+            statistic = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum",
+                                        0.0)
+        rounded = emit.pow2_round(statistic)
+        if rounding == "up":  # the next power of two at or above the statistic
+            below = emit.compare("LT", rounded, statistic)
+            rounded = emit.op("stablehlo.select", [below, emit.binary(
+                "stablehlo.multiply", rounded, emit.splat(2.0, scalar)), rounded],
+                [scalar]).result
+        # A normal power of two up to 2^126, so that its inverse is one too: subnormal, inf
+        # and NaN statistics leave the scale as it is, 0 sets it (``_zero_shift``).
+        i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
+        usable = emit.op("stablehlo.and", [
+            emit.compare("GE", rounded, emit.splat(2.0 ** -126, scalar)),
+            emit.compare("LE", rounded, emit.splat(2.0 ** 126, scalar))], [i1]).result
+        i32 = self.state.types.scalar_i32
+        bits = emit.unary("stablehlo.bitcast_convert", rounded, i32)
+        measured = emit.binary("stablehlo.subtract", emit.binary(
+            "stablehlo.shift_right_logical", bits, emit.int_scalar(23), i32),
+            emit.int_scalar(127), i32)
+        # 2^-e straight from the bits of 2^e (biased exponents add up to 254): the chain
+        # from the statistic to the factor is what XLA copies into every fusion that uses
+        # the data, so it takes 4 ops fewer than negating the exponent and rebuilding.
+        inverse = emit.unary("stablehlo.bitcast_convert", emit.op("stablehlo.select", [
+            usable, emit.binary("stablehlo.subtract", emit.int_scalar(254 << 23), bits, i32),
+            emit.int_scalar(127 << 23)], [i32]).result, self.state.types.scalar_f32)
+        data = emit.convert(emit.times_factor(wide, inverse), value.data_element())
+        # The scale moves by the same exponent, or, for all-zero data (which no factor
+        # changes), to where an all-zero argument's is.
+        moved = emit.op("stablehlo.select", [usable, measured,
+                                             self._zero_shift(value, statistic)], [i32]).result
+        self.state.context.bump("scalify.rescaled")
+        return Scaled(data, value.scale.times(Scale.dynamic(moved)))
+
+    def _zero_shift(self, value: Scaled, statistic: ir.Value) -> ir.Value:
+        """What a rescale moves into the scale when its statistic is no normal power of two:
+        nothing, except for an all-zero tensor, whose scale becomes the one an all-zero
+        argument gets (2^-126 under common-scale=max, 1 under first). Zeros are valid at any
+        scale, and the one they come with can be anything: in a scan's backward pass a
+        gradient that is zero for many steps (an LSTM's, where the loss reads one step)
+        keeps multiplying its scale by the dots' 2^k, 2^40 after 20 steps, and the max
+        common scale then flushes the first nonzero gradient added to it to 0."""
+        emit, i32 = self.emit, self.state.types.scalar_i32
+        target = MIN_EXPONENT if self.state.common_scale_rule == "max" else 0
+        shift = emit.binary("stablehlo.subtract", emit.int_scalar(target),
+                            self.exponent(value.scale), i32)
+        zero = emit.compare("EQ", statistic, emit.splat(0.0, scalar_type(self.state.types.f32)))
+        return emit.op("stablehlo.select", [zero, shift, emit.int_scalar(0)], [i32]).result
+
+    def rescale_results(self, op: ir.Operation, method: str) -> None:
+        rescaled = False
+        for result in op.results:
+            found = self.lookup(result)
+            if isinstance(found, Scaled) and not found.any_scale:
+                self.set(result, self.rescale(found, method))
+                rescaled = True
+        if rescaled:
+            self.state.context.record(op.name, op.location, "rescale", method)

@@ -1,0 +1,127 @@
+"""Rules of control flow: while and case carry (data, scale) pairs through block arguments,
+yields and results; an optimization barrier passes the data and keeps scales symbolic.
+"""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+from scalify_hlo.rewrites.emitter import attributes_of, defining_op, splat_scalar
+from scalify_hlo.rewrites.op_table import Trait, ops_with
+from scalify_hlo.rewrites.scope import Scaled, Scope
+
+
+def rule_optimization_barrier(scope: Scope, op: ir.Operation) -> None:
+    """Data goes through the barrier; scales stay symbolic beside it."""
+    operands = [scope.scaled(v).data if scope.is_scaled(v) else scope.plain(v)
+                for v in op.operands]
+    new = scope.emit.op(op.name, operands, [v.type for v in operands], attributes_of(op))
+    for old, value, new_value in zip(op.operands, op.results, new.results, strict=True):
+        found = scope.get(old)
+        scope.set(value, Scaled(new_value, found.scale) if isinstance(found, Scaled)
+                  else new_value)
+
+
+def rule_while(scope: Scope, op: ir.Operation) -> None:
+    """Carry (data, scale) pairs: a loop-carried scale is a loop-carried value.
+
+    A carry that enters as zeros (a scan's stacked outputs, the accumulated gradient of
+    its weights) enters with the unset exponent under ``common-scale=max``: zeros hold at
+    any scale, but a loop-carried scale is one value, and at scale 1 the carry's maximum
+    with the first small value added or written into it would push that value's data
+    below f16's range (gradients of scanned layers at 2^-20 flushed to 0)."""
+    olds = list(op.operands)
+    invariant = _invariant_carries(op)
+    unset = [not fixed and _enters_unset(scope, old)
+             for old, fixed in zip(olds, invariant, strict=True)]
+    operands = scope.flatten(olds, unset=unset)
+    types = [v.type for v in operands]
+    new = scope.emit.op(op.name, operands, types, attributes_of(op), regions=2)
+    for old_region, new_region, returns_flat in zip(op.regions, new.regions, (False, True),
+                                                    strict=True):
+        old_block = old_region.blocks[0]
+        block = new_region.blocks.append(*types)
+        child = scope.child(block)
+        arguments = list(old_block.arguments)
+        child.bind_flat(arguments, list(block.arguments))
+        _keep_outer_scales(child, olds, arguments, invariant)
+        _mark_unset(child, arguments, unset)
+        terminator = child.rewrite_block(old_block)
+        values = child.flatten(list(terminator.operands)) if returns_flat else [
+            child.plain(v) for v in terminator.operands]
+        child.emit.at(terminator.location).op("stablehlo.return", values, [])
+    results = list(op.results)
+    scope.bind_flat(results, list(new.results))
+    _keep_outer_scales(scope, olds, results, invariant)
+    _mark_unset(scope, results, unset)
+
+
+def _invariant_carries(op: ir.Operation) -> list[bool]:
+    """Per loop operand, whether the body returns it unchanged (its block argument)."""
+    body = op.regions[1].blocks[0]
+    returned = list(body.operations[len(body.operations) - 1].operands)
+    return [value == argument for value, argument in zip(returned, body.arguments,
+                                                         strict=True)]
+
+
+def _keep_outer_scales(scope: Scope, olds: list[ir.Value], bound: list[ir.Value],
+                       invariant: list[bool]) -> None:
+    """Loop-invariant carries (a scan's weights, a mask hoisted out of the body) keep the
+    operand's scale inside the loop and after it: a constant stays static, so that a select
+    with it lets it follow the other operand (``constants_follow``: the -1e9 of a causal
+    mask saturates to -inf instead of setting a scale that flushes the logits to 0), and
+    zeros stay at any scale."""
+    for old, value, fixed in zip(olds, bound, invariant, strict=True):
+        outer = scope.lookup(old) if fixed else None
+        if isinstance(outer, Scaled):
+            data = scope.get(value)
+            assert isinstance(data, Scaled)
+            scope.set(value, Scaled(data.data, outer.scale, outer.any_scale))
+
+
+def _enters_unset(scope: Scope, old: ir.Value) -> bool:
+    """Whether a loop operand's scale enters the loop unset: zeros, or a value whose scale
+    may already be unset (an outer loop's carry), under ``common-scale=max`` (the maximum
+    ignores an unset exponent; other rules keep the zeros at scale 1)."""
+    if scope.state.common_scale_rule != "max":
+        return False
+    found = scope.get(old)
+    if not isinstance(found, Scaled):
+        return False
+    return (found.any_scale and _is_zero_fill(old)) or scope.state.maybe_unset(found.scale)
+
+
+# Ops that make a zero-filled tensor of a zero-filled operand.
+_ZERO_KEEPING = ops_with(Trait.ZERO_FILL_THROUGH)
+
+
+def _is_zero_fill(old: ir.Value) -> bool:
+    """A splat 0 constant of the original program, or a layout op of one."""
+    op = defining_op(old)
+    while op is not None and op.name in _ZERO_KEEPING:
+        op = defining_op(op.operands[0])
+    if op is None or op.name != "stablehlo.constant":
+        return False
+    return splat_scalar(op.attributes["value"]) == 0.0
+
+
+def _mark_unset(scope: Scope, olds: list[ir.Value], unset: list[bool]) -> None:
+    """Note the scales of ``olds`` (just bound to loop values) whose exponent may be unset."""
+    for old, flagged in zip(olds, unset, strict=True):
+        if flagged:
+            found = scope.get(old)
+            assert isinstance(found, Scaled)
+            scope.state.unset_factors.add(found.scale.factors[0][0])
+
+
+def rule_case(scope: Scope, op: ir.Operation) -> None:
+    """Every branch returns (data, scale) pairs; the results carry runtime scales."""
+    index = scope.plain(op.operands[0])
+    types = scope.flat_types(list(op.results))
+    new = scope.emit.op(op.name, [index], types, attributes_of(op), regions=len(op.regions))
+    for old_region, new_region in zip(op.regions, new.regions, strict=True):
+        block = new_region.blocks.append()
+        child = scope.child(block)
+        terminator = child.rewrite_block(old_region.blocks[0])
+        child.emit.at(terminator.location).op(
+            "stablehlo.return", child.flatten(list(terminator.operands)), [])
+    scope.bind_flat(list(op.results), list(new.results))

@@ -1,0 +1,143 @@
+"""The (data, scale) pair of a rewritten float value, and the state one scalify run shares
+across the scopes of its blocks (settings, wide values, reporting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from jax.extend.mlir import ir
+from scalify_hlo.rewrites.emitter import Types, element_type
+from scalify_hlo.rewrites.registry import PassContext
+
+from scalify_hlo.errors import RewriteError
+from scalify_hlo.ir import short_location
+from scalify_hlo.scale import Factor, Scale
+
+if TYPE_CHECKING:
+    from scalify_hlo.rewrites.scope import Scope
+
+RESCALE_ATTR = "scalify.rescale"  # set by the rescale pass on ops whose results it rescales
+# Set by the rescale pass on the entry function's return: rescale the results whose scale can
+# drift from one call to the next (``Scope.can_drift``).
+RESCALE_DRIFTING_ATTR = "scalify.rescale-drifting"
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """``original = data * scale``; data is in the pass's data dtype.
+
+    ``any_scale`` marks values made only of 0, +-inf and NaN (relu's zero, reduce inits,
+    masks): their data is the same at every scale, so they never force a rescale.
+    """
+
+    data: ir.Value
+    scale: Scale
+    any_scale: bool = False
+
+    def __init__(self, data: ir.Value, scale: Scale, any_scale: bool = False) -> None:
+        fields = self.__dict__  # see Scale.__init__: one of these per rewritten value
+        fields["data"] = data
+        fields["scale"] = scale
+        fields["any_scale"] = any_scale
+
+    def data_element(self) -> ir.Type:
+        """The data's element type, read from the IR once per pair: each read of a type
+        makes the bindings build new type objects, and ops ask for every operand's."""
+        found = self.__dict__.get("_element")
+        if found is None:
+            found = self.__dict__["_element"] = element_type(self.data)
+        return found
+
+
+Mapped = Scaled | ir.Value
+
+
+def _wider(known: ir.Type | None, dtype: ir.Type) -> ir.Type:
+    """The wider of two data types (f32 over f16 and bf16; the first of two 16-bit ones)."""
+    if known is None or isinstance(dtype, ir.F32Type):
+        return dtype
+    return known
+
+
+@dataclass
+class ScalifyState:
+    """Settings and reporting shared by every scope of one scalify run."""
+
+    data_dtype: ir.Type
+    strict: bool
+    common_scale_rule: str  # "max" or "first"
+    context: PassContext
+    rules: dict[str, Callable[[Scope, ir.Operation], None]]
+    fallback: Callable[[Scope, ir.Operation], None]
+    clone: Callable[[Scope, ir.Operation], None]
+    reported: set[str] = field(default_factory=set)
+    # Values of the original program that get a data type of their own (squares, see
+    # square_values.py, and floats made from integer bits) and that type; empty: every value
+    # uses data_dtype. ``wide_dtype`` is None when there is none, else the widest of them.
+    wide: dict[ir.Value, ir.Type] = field(default_factory=dict)
+    wide_dtype: ir.Type | None = None
+    # The ops that define or use a value of ``wide``, and the type they compute in (see
+    # ``op_dtype``), found once from the values rather than per op from its operands.
+    wide_ops: dict[ir.Operation, ir.Type] = field(default_factory=dict)
+    # The data type of the op being rewritten: its operands are read in it, its results made
+    # in it (None outside an op: values keep their own type).
+    current_dtype: ir.Type | None = None
+    types: Types = field(default_factory=Types)
+    # The last op reported as a fallback: its record says so, not which scale it got.
+    fallback_op: ir.Operation | None = None
+
+    # Runtime factors that may hold ``UNSET_EXPONENT``: the scales of loop-carried values
+    # that enter a loop as zeros (see ``rule_while``), and common scales of only such.
+    unset_factors: set[Factor] = field(default_factory=set)
+
+    def maybe_unset(self, scale: Scale) -> bool:
+        """Whether ``scale``'s runtime exponent may be ``UNSET_EXPONENT`` (or sums with it)."""
+        return bool(self.unset_factors) and any(
+            factor in self.unset_factors for factor, _ in scale.factors)
+
+    # Runtime maxima of scales (common_scale): each one's operands, for ``Scope.can_drift``.
+    maxima: dict[Scale, tuple[Scale, ...]] = field(default_factory=dict)
+    # Runtime + constant adds whose result's data later products raise to a power, rescaled
+    # under ``common-scale=first`` (drift.py).
+    compounding: set[ir.Operation] = field(default_factory=set)
+
+    def dtype_of(self, old: ir.Value) -> ir.Type:
+        """The data type of an original float value in the rewritten program."""
+        if self.wide_dtype is not None:
+            return self.wide.get(old, self.data_dtype)
+        return self.data_dtype
+
+    def set_wide(self, values: set[ir.Value], dtype: ir.Type) -> None:
+        """Make ``values`` wide (of type ``dtype``), and note the ops that touch them; a value
+        or op in two classes (a square of random bits) takes the wider type."""
+        wide, wide_ops = self.wide, self.wide_ops
+        for value in values:
+            wide[value] = _wider(wide.get(value), dtype)
+            owner = value.owner
+            touching = [] if isinstance(owner, ir.Block) else [owner.operation]
+            touching += [use.owner.operation for use in value.uses]
+            for op in touching:
+                wide_ops[op] = _wider(wide_ops.get(op), dtype)
+        if values:
+            self.wide_dtype = _wider(self.wide_dtype, dtype)
+
+    def op_dtype(self, op: ir.Operation) -> ir.Type:
+        """Wide if any float operand or result of ``op`` is wide: an op computes in the wider
+        type of what it touches, so a square is formed, and its sqrt taken, in it."""
+        if self.wide_dtype is not None:
+            return self.wide_ops.get(op, self.data_dtype)
+        return self.data_dtype
+
+    def report_fallback(self, op: ir.Operation, why: str) -> None:
+        where = short_location(op.location)
+        if self.strict:
+            raise RewriteError(f"{where}: {op.name} {why} (scalify strict mode)")
+        message = f"{where}: {op.name} {why}; running it unscaled (scale 1)"
+        self.context.bump("scalify.fallback-ops")
+        self.context.warn(message)
+        if self.context.records is not None:
+            self.fallback_op = op
+            self.context.record(op.name, op.location, "fallback", why)

@@ -1,0 +1,130 @@
+"""The walk: rewrite a block op by op through the rule table, in each op's data type, and
+record how each op's results are scaled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from jax.extend.mlir import ir
+from scalify_hlo.rewrites.emitter import Emitter, dtype_name
+from scalify_hlo.rewrites.scalify_state import RESCALE_ATTR, Scaled
+
+from scalify_hlo.scale import Scale
+
+if TYPE_CHECKING:
+    from scalify_hlo.rewrites.scalify_state import ScalifyState
+    from scalify_hlo.rewrites.scope import Scope
+
+
+class Walker:
+    """Rewrites ops through the rule table (a mixin of ``Scope``)."""
+
+    state: ScalifyState
+    emit: Emitter
+    parent: Scope | None
+
+    def rewrite_block(self, old_block: ir.Block) -> ir.Operation | None:
+        """Rewrite every op of ``old_block``; returns its terminator (not rewritten)."""
+        for op in old_block.operations:
+            op = op.operation
+            if op.name in ("func.return", "stablehlo.return"):
+                return op
+            self.rewrite_op(op)
+        return None
+
+    def rewrite_op(self, op: ir.Operation) -> None:
+        state = self.state
+        saved = state.current_dtype
+        results = list(op.results)  # read once: each access makes new binding objects
+        wide = state.wide_dtype is not None
+        state.current_dtype = state.op_dtype(op)
+        try:
+            self._rewrite_op(op, results)
+            if wide:
+                self._retype_results(op, results)
+        finally:
+            state.current_dtype = saved
+
+    def _retype_results(self, op: ir.Operation, results: Sequence[ir.Value]) -> None:
+        """Results go on in their own data type (a narrow sqrt of a wide square). Narrowing
+        rescales first (amax): the wide value's static scale says nothing about where its
+        data sits in f16's range (sqrt of a zero-initialized second moment at scale 1)."""
+        state = self.state
+        for result in results:
+            found = self.values.get(result)
+            if isinstance(found, Scaled):
+                target = state.dtype_of(result)
+                if found.data_element() != target:
+                    if not found.any_scale and target == self.state.data_dtype:
+                        found = self.rescale(found, "amax:nearest")
+                        state.context.record(
+                            op.name, op.location, "rescale",
+                            f"amax:nearest, {dtype_name(found.data_element())} to "
+                            f"{dtype_name(target)} (square-dtype)")
+                    self.set(result, Scaled(self.emit.convert(found.data, target), found.scale,
+                                            found.any_scale))
+
+    def results_of(self, op: ir.Operation) -> tuple[list[ir.Value], list[ir.Type]]:
+        """``op``'s results and their types; for the op being rewritten, as ``_rewrite_op``
+        read them (each read makes new binding objects, and rules ask more than once)."""
+        if op is self._op:
+            return self._results, self._result_types
+        results = list(op.results)
+        return results, [r.type for r in results]
+
+    def _rewrite_op(self, op: ir.Operation, results: list[ir.Value]) -> None:
+        self.emit = self.emit.at(op.location)
+        touches_floats = False
+        types = [result.type for result in results]
+        is_scalable = self.state.types.is_scalable
+        for t in types:
+            if type(t) is ir.RankedTensorType and not t.has_static_shape:
+                self.check_static(t)  # raises
+            touches_floats = touches_floats or is_scalable(t)
+        self._op, self._results, self._result_types = op, results, types
+        if not touches_floats:
+            touches_floats = any(isinstance(self.lookup(v), Scaled) for v in op.operands)
+        if not touches_floats:  # integers, booleans, tokens, complex, f64: cloned as they are
+            self.state.clone(self, op)
+            return
+        rule = self.state.rules.get(op.name)
+        if rule is None:
+            rule = self.state.fallback
+        rule(self, op)
+        if RESCALE_ATTR in op.attributes:
+            self.rescale_results(op, ir.StringAttr(op.attributes[RESCALE_ATTR]).value)
+        if self.state.context.records is not None:
+            self._record(op, results)
+
+    def _record(self, op: ir.Operation, results: Sequence[ir.Value]) -> None:
+        """Record how ``op``'s float results are scaled (static or runtime), and whether it
+        computes in the wide type; a fallback op was recorded as one when reported."""
+        state = self.state
+        if state.fallback_op is op:
+            return
+        found = [self.values.get(result) for result in results]
+        scaled = [value for value in found if isinstance(value, Scaled)]
+        if not scaled:  # compare, float -> int convert: no float result to scale
+            return
+        context, location = state.context, op.location
+        if state.current_dtype is not None and state.current_dtype != state.data_dtype:
+            context.record(op.name, location, "wide",
+                           f"{dtype_name(state.current_dtype)} data (square-dtype)")
+        dynamic = [value.scale for value in scaled if not value.scale.is_static]
+        if dynamic:
+            context.record(op.name, location, "runtime", describe_runtime(dynamic[0]))
+        elif all(value.any_scale for value in scaled):
+            context.record(op.name, location, "static", "any (0/inf/NaN)")
+        else:
+            exponents = sorted({value.scale.exp for value in scaled if not value.any_scale})
+            context.record(op.name, location, "static",
+                           ", ".join(f"2^{exp}" for exp in exponents))
+
+
+def describe_runtime(scale: Scale) -> str:
+    """A runtime scale for a reader: its static part and how many runtime factors."""
+    count = len(scale.factors)
+    factors = f"{count} runtime factor{'s' if count != 1 else ''}"
+    return f"2^{scale.exp} x {factors}" if scale.exp else factors
