@@ -21,10 +21,7 @@ from scalify_hlo.rewrites.registry import (
     run_pipeline,
 )
 
-from scalify_hlo.policy import DEFAULT_PIPELINE
-
 __all__ = [
-    "DEFAULT_PIPELINE",
     "PASSES",
     "PassContext",
     "PassInfo",

@@ -36,21 +36,17 @@ from scalify_hlo.rewrites.emitter import (
 )
 from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
 
+from scalify_hlo.dtypes import DATA_DTYPES, FP8_FORMATS, FP8_MAX, FP8_TOP_EXPONENT
 from scalify_hlo.ir import short_location
 from scalify_hlo.name_stack import has_name_stack, is_backward
 
-FORMAT_MAX = {"f8E4M3FN": 448.0, "f8E5M2": 57344.0}
-FORMATS = tuple(FORMAT_MAX)
-# The exponent an operand's amax is brought to: the largest binade that stays below the
-# format's largest finite value (E4M3FN: [128, 256) <= 448; E5M2: [16384, 32768) <= 57344).
-FORMAT_TOP_EXPONENT = {"f8E4M3FN": 7, "f8E5M2": 14}
+# How an operand reaches its FP8 format (the pass's ``scaling`` option, Policy.fp8_scaling).
 SCALINGS = ("amax", "none")
 # Bound on an operand's shift, so that both shifts and their sum stay normal f32 powers of two.
 _MAX_SHIFT = 60
 # Ops that only move data: an operand reached through them keeps its producer's role.
 _LAYOUT_OPS = {"stablehlo.transpose", "stablehlo.reshape", "stablehlo.broadcast_in_dim",
                "stablehlo.convert", "stablehlo.slice", "stablehlo.copy"}
-_DATA_DTYPES = ("f16", "bf16", "f32")
 
 
 @dataclass(frozen=True)
@@ -136,7 +132,7 @@ class Fp8Options:
 def _ineligible(op: ir.Operation, options: Fp8Options) -> str | None:
     lhs, rhs = op.operands
     for value in (lhs, rhs):
-        if str(element_type(value)) not in _DATA_DTYPES:
+        if str(element_type(value)) not in DATA_DTYPES:
             return f"operand element type {element_type(value)} is not a data dtype"
     dims = DotDims.of(op)
     if not dims.lhs_contracting:
@@ -172,7 +168,7 @@ def _amax_shift(emit: Emitter, wide: ir.Value, fmt: str) -> ir.Value:
     amax = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum", 0.0)
     exponent = emit.exponent_of_pow2(amax)  # floor(log2(amax)) for a normal amax
     i32 = emit.types.scalar_i32
-    shift = emit.binary("stablehlo.subtract", emit.int_scalar(FORMAT_TOP_EXPONENT[fmt]),
+    shift = emit.binary("stablehlo.subtract", emit.int_scalar(FP8_TOP_EXPONENT[fmt]),
                         exponent, i32)
     shift = emit.clamp_exponent(shift, -_MAX_SHIFT, _MAX_SHIFT)
     i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
@@ -189,7 +185,7 @@ def _amax_shift(emit: Emitter, wide: ir.Value, fmt: str) -> ir.Value:
 def _cast_operand(emit: Emitter, value: ir.Value, fmt: str, layout: OperandLayout,
                   scaling: str = "none") -> tuple[ir.Value, ir.Value | None]:
     """The FP8 operand, and (``scaling=amax``) the i32 exponent its data was multiplied by."""
-    limit = FORMAT_MAX[fmt]
+    limit = FP8_MAX[fmt]
     shift = None
     if scaling == "amax":
         f32 = ir.F32Type.get()
@@ -329,8 +325,8 @@ FP8_DOTS = register(PassInfo(
     run=_run,
     options=(
         Option("forward-format", str, "f8E4M3FN", "FP8 format of activations and weights",
-               choices=FORMATS),
-        Option("gradient-format", str, "f8E5M2", "FP8 format of gradients", choices=FORMATS),
+               choices=FP8_FORMATS),
+        Option("gradient-format", str, "f8E5M2", "FP8 format of gradients", choices=FP8_FORMATS),
         Option("min-size", int, 0, "dots with fewer multiply-adds stay in the data dtype"),
         Option("exclude", str, "", "regular expression on op locations of dots to leave "
                "alone"),

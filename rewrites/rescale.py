@@ -21,8 +21,12 @@ from scalify_hlo.rewrites.scope import RESCALE_ATTR, RESCALE_DRIFTING_ATTR
 
 from scalify_hlo.errors import PipelineError
 from scalify_hlo.name_stack import is_backward
-from scalify_hlo.policy import RESCALE_METHODS, RESCALE_POINTS, SCALE_ROUNDINGS
 from scalify_hlo.symbols import entry_function
+
+# The pass's option choices (Policy.rescale_at, rescale_method, scale_rounding).
+RESCALE_POINTS = ("dot-outputs", "gradients", "outputs", "drifting-outputs")
+RESCALE_METHODS = ("amax", "rms")
+SCALE_ROUNDINGS = ("nearest", "up")
 
 _DOTS = ("stablehlo.dot_general", "stablehlo.convolution")
 _GRADIENT_PRODUCERS = _DOTS + ("stablehlo.reduce",)

@@ -27,6 +27,7 @@ from scalify_hlo.rewrites.scope import (
 )
 from scalify_hlo.rewrites.square_values import wide_values
 
+from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.names import (
     ARG_NAME_ATTR,
@@ -41,8 +42,10 @@ from scalify_hlo.names import (
 from scalify_hlo.scale import Scale
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 
-DATA_DTYPES = ("f32", "f16", "bf16")
-_DTYPE_ALIASES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+# The pass's option choices (Policy.square_encoding, square_rounding).
+COMMON_SCALES = ("auto", "max", "first")
+SQUARE_ENCODINGS = ("auto", "sqrt", "none")
+SQUARE_ROUNDINGS = ("nearest", "stochastic")
 
 _SDY_MESH_RE = re.compile(r"#sdy\.sharding<(@[\w.$-]+|mesh<[^>]*>)")
 
@@ -368,7 +371,7 @@ def resolve_square_dtype(raw: str, data_dtype: str) -> str | None:
 
 
 def data_dtype_name(raw: str) -> str:
-    name = _DTYPE_ALIASES.get(raw, raw)
+    name = DATA_DTYPE_ALIASES.get(raw, raw)
     if name not in DATA_DTYPES:
         raise RewriteError(f"unsupported data dtype '{raw}' (use one of {', '.join(DATA_DTYPES)})")
     return name
@@ -460,24 +463,24 @@ SCALIFY = register(PassInfo(
     run=_run,
     options=(
         Option("data-dtype", str, "f16", "element type of the data halves",
-               choices=DATA_DTYPES + tuple(_DTYPE_ALIASES)),
+               choices=DATA_DTYPES + tuple(DATA_DTYPE_ALIASES)),
         Option("strict", bool, False, "make an op without a scale rule an error, not a "
                "warning"),
         Option("common-scale", str, "auto", "scale that add, select, concatenate... bring "
                "their operands to when runtime scales differ: max, first (an operand's: the "
                "first that is an argument's or carry's own, else the first), or auto "
-               "(max for f16 data, first otherwise)", choices=("auto", "max", "first")),
+               "(max for f16 data, first otherwise)", choices=COMMON_SCALES),
         Option("square-dtype", str, "auto", "data type of squares and of what they are added "
                "to (Adam's second moment): f16 cannot hold the square of a tensor whose entries "
                "span more than 12 binades; auto: f32 for f16 data, else the data type",
-               choices=("auto",) + DATA_DTYPES + tuple(_DTYPE_ALIASES)),
+               choices=("auto",) + DATA_DTYPES + tuple(DATA_DTYPE_ALIASES)),
         Option("square-encoding", str, "auto", "how squares cross the entry boundary (the "
                "second moment between steps): sqrt (data holds the signed square root, in "
                "the data dtype), none (as they are computed), or auto (sqrt for f16 data "
-               "with square-dtype=auto)", choices=("auto", "sqrt", "none")),
+               "with square-dtype=auto)", choices=SQUARE_ENCODINGS),
         Option("square-rounding", str, "nearest", "how a square's root is rounded to the "
                "data dtype at the boundary: nearest, or stochastic (unbiased: a moving "
                "average's changes below half an ulp are kept in expectation)",
-               choices=("nearest", "stochastic")),
+               choices=SQUARE_ROUNDINGS),
     ),
 ))

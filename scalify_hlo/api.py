@@ -11,8 +11,8 @@ from jax.extend.mlir import ir
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.policy import DEFAULT_PIPELINE
 from scalify_hlo.rewrites import (
-    DEFAULT_PIPELINE,
     PassContext,
     PassInvocation,
     Record,

@@ -22,6 +22,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo
 
 from scalify_hlo.api import rewrite_module_source
+from scalify_hlo.dtypes import DATA_NUMPY_DTYPES
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.explain import FORMATS as EXPLAIN_FORMATS
 from scalify_hlo.explain import Explanation
@@ -47,11 +48,10 @@ from scalify_hlo.symbols import entry_function
 PLAIN, OWN, SPLIT, BANK_STRIDE = -1, -2, -3, 1 << 20
 # Scales per kernel when a step builds its bank (ScaledStep._bank_vector).
 BANK_GROUP = 8
-_SCALED_DTYPES = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
 
 
 def _is_scaled_dtype(dtype: Any) -> bool:
-    return jnp.dtype(dtype) in _SCALED_DTYPES
+    return jnp.dtype(dtype) in DATA_NUMPY_DTYPES
 
 
 def _is_key(value: Any) -> bool:

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# Dtype facts, re-exported: the rewrites' scope reads them from here.
+from scalify_hlo.dtypes import EXPONENT_RANGES, LARGEST_FINITE  # noqa: F401
+
 # Static exponents stay where 2**exp is a normal f32: beyond that a scale would be 0 or inf.
 MIN_EXPONENT = -126
 MAX_EXPONENT = 127
@@ -133,11 +136,6 @@ def saturate_exponent(exp: int) -> tuple[int, bool]:
     return clamped, clamped != exp
 
 
-# (smallest normal exponent, largest exponent) of each data dtype.
-EXPONENT_RANGES = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-14, 15)}
-# The largest finite value of each data dtype.
-LARGEST_FINITE = {"f32": float(np.finfo(np.float32).max), "bf16": 3.3895313892515355e38,
-                  "f16": 65504.0}
 
 
 def pow2_exponent_of_array(values: np.ndarray, data_dtype: str = "f32") -> int:

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from scalify_hlo.dtypes import DATA_NUMPY_DTYPES
 from scalify_hlo.errors import ScalifyError
 
 # An all-zero tensor's scale with f16 data: the smallest normal f32 power of two, so that a
@@ -297,8 +298,7 @@ def is_scalable(x: Any) -> bool:
     if isinstance(x, ScaledArray):
         return True
     dtype = getattr(x, "dtype", None)
-    return dtype is not None and jnp.dtype(dtype) in (
-        jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
+    return dtype is not None and jnp.dtype(dtype) in DATA_NUMPY_DTYPES
 
 
 def is_scaled_leaf(x: Any) -> bool:
