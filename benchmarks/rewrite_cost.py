@@ -144,7 +144,7 @@ def phase_split(text: str, pipeline: str) -> dict[str, float]:
 
             mark("parse+verify")
             run_pipeline(module, parse_pipeline(pipeline), PassContext(),
-                         lambda invocation, _: mark(invocation.info.name))
+                         lambda module_pass, _: mark(module_pass.name))
             last = time.process_time()
             hlo_ir.verify(module)
             mark("verify")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import (
@@ -34,9 +34,10 @@ from scalify_hlo.rewrites.emitter import (
     shape_of,
     splat_scalar,
 )
-from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 
 from scalify_hlo.dtypes import DATA_DTYPES, FP8_FORMATS, FP8_MAX, FP8_TOP_EXPONENT
+from scalify_hlo.errors import PipelineError
 from scalify_hlo.ir import short_location
 from scalify_hlo.name_stack import has_name_stack, is_backward
 
@@ -306,32 +307,32 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
         context.bump(f"fp8-dots.{lhs_fmt}x{rhs_fmt}")
 
 
-def _run(module: ir.Module, opts: dict[str, Any], context: PassContext) -> None:
-    pattern = opts["exclude"]
-    try:
-        compiled = re.compile(pattern) if pattern else None
-    except re.error as exc:
-        from scalify_hlo.errors import PipelineError
+@register
+@dataclass(frozen=True)
+class Fp8Dots(ModulePass):
+    name: ClassVar[str] = "fp8-dots"
+    description: ClassVar[str] = (
+        "Cast both operands of each eligible dot_general to FP8 (clamp, convert) in the "
+        "pattern XLA:GPU fuses into a cuBLASLt FP8 GEMM; report the others.")
 
-        raise PipelineError(f"invalid exclude pattern '{pattern}': {exc}") from None
-    fp8_dots(module, Fp8Options(opts["forward-format"], opts["gradient-format"],
-                                opts["min-size"], compiled, True, opts["scaling"]), context)
+    forward_format: str = option("f8E4M3FN", "FP8 format of activations and weights",
+                                 FP8_FORMATS)
+    gradient_format: str = option("f8E5M2", "FP8 format of gradients", FP8_FORMATS)
+    scaling: str = option(
+        "amax", "amax: each operand is brought to the format's top binade by a power of two "
+        "from its amax, undone on the dot's output; none: the data is cast as it is", SCALINGS)
+    min_size: int = option(0, "dots with fewer multiply-adds stay in the data dtype")
+    exclude: str = option("", "regular expression on op locations of dots to leave alone")
 
+    def validate(self) -> None:
+        self._exclude_pattern()
 
-FP8_DOTS = register(PassInfo(
-    name="fp8-dots",
-    description="Cast both operands of each eligible dot_general to FP8 (clamp, convert) in "
-                "the pattern XLA:GPU fuses into a cuBLASLt FP8 GEMM; report the others.",
-    run=_run,
-    options=(
-        Option("forward-format", str, "f8E4M3FN", "FP8 format of activations and weights",
-               choices=FP8_FORMATS),
-        Option("gradient-format", str, "f8E5M2", "FP8 format of gradients", choices=FP8_FORMATS),
-        Option("min-size", int, 0, "dots with fewer multiply-adds stay in the data dtype"),
-        Option("exclude", str, "", "regular expression on op locations of dots to leave "
-               "alone"),
-        Option("scaling", str, "amax", "amax: each operand is brought to the format's top "
-               "binade by a power of two from its amax, undone on the dot's output; none: "
-               "the data is cast as it is", choices=SCALINGS),
-    ),
-))
+    def _exclude_pattern(self) -> re.Pattern | None:
+        try:
+            return re.compile(self.exclude) if self.exclude else None
+        except re.error as exc:
+            raise PipelineError(f"invalid exclude pattern '{self.exclude}': {exc}") from None
+
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        fp8_dots(module, Fp8Options(self.forward_format, self.gradient_format, self.min_size,
+                                    self._exclude_pattern(), True, self.scaling), context)

@@ -9,14 +9,15 @@ they are. Calls are inlined first, then the body is rebuilt op by op from ``rule
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 from jax.extend.mlir import ir
 from scalify_hlo.rewrites import rule_impls
 from scalify_hlo.rewrites.drift import compounding_constant_adds
 from scalify_hlo.rewrites.emitter import float_type, is_scalable_type
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
-from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scope import (
     RESCALE_ATTR,
@@ -450,37 +451,35 @@ def _boundary_squares(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Valu
             | {v for v in results if str(v.type) in arg_types})
 
 
-def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-    scalify_module(module, options["data-dtype"], options["strict"], context,
-                   options["common-scale"], options["square-dtype"],
-                   options["square-encoding"], options["square-rounding"])
+@register
+@dataclass(frozen=True)
+class Scalify(ModulePass):
+    name: ClassVar[str] = "scalify"
+    description: ClassVar[str] = (
+        "Split every floating tensor into (data, scale) with a power-of-two scale and "
+        "propagate scales through every op (calls are inlined first).")
 
+    data_dtype: str = option("f16", "element type of the data halves",
+                             DATA_DTYPES + tuple(DATA_DTYPE_ALIASES))
+    strict: bool = option(False, "make an op without a scale rule an error, not a warning")
+    common_scale: str = option(
+        "auto", "scale that add, select, concatenate... bring their operands to when runtime "
+        "scales differ: max, first (an operand's: the first that is an argument's or carry's "
+        "own, else the first), or auto (max for f16 data, first otherwise)", COMMON_SCALES)
+    square_dtype: str = option(
+        "auto", "data type of squares and of what they are added to (Adam's second moment): "
+        "f16 cannot hold the square of a tensor whose entries span more than 12 binades; "
+        "auto: f32 for f16 data, else the data type",
+        ("auto",) + DATA_DTYPES + tuple(DATA_DTYPE_ALIASES))
+    square_encoding: str = option(
+        "auto", "how squares cross the entry boundary (the second moment between steps): "
+        "sqrt (data holds the signed square root, in the data dtype), none (as they are "
+        "computed), or auto (sqrt for f16 data with square-dtype=auto)", SQUARE_ENCODINGS)
+    square_rounding: str = option(
+        "nearest", "how a square's root is rounded to the data dtype at the boundary: "
+        "nearest, or stochastic (unbiased: a moving average's changes below half an ulp are "
+        "kept in expectation)", SQUARE_ROUNDINGS)
 
-SCALIFY = register(PassInfo(
-    name="scalify",
-    description="Split every floating tensor into (data, scale) with a power-of-two scale and "
-                "propagate scales through every op (calls are inlined first).",
-    run=_run,
-    options=(
-        Option("data-dtype", str, "f16", "element type of the data halves",
-               choices=DATA_DTYPES + tuple(DATA_DTYPE_ALIASES)),
-        Option("strict", bool, False, "make an op without a scale rule an error, not a "
-               "warning"),
-        Option("common-scale", str, "auto", "scale that add, select, concatenate... bring "
-               "their operands to when runtime scales differ: max, first (an operand's: the "
-               "first that is an argument's or carry's own, else the first), or auto "
-               "(max for f16 data, first otherwise)", choices=COMMON_SCALES),
-        Option("square-dtype", str, "auto", "data type of squares and of what they are added "
-               "to (Adam's second moment): f16 cannot hold the square of a tensor whose entries "
-               "span more than 12 binades; auto: f32 for f16 data, else the data type",
-               choices=("auto",) + DATA_DTYPES + tuple(DATA_DTYPE_ALIASES)),
-        Option("square-encoding", str, "auto", "how squares cross the entry boundary (the "
-               "second moment between steps): sqrt (data holds the signed square root, in "
-               "the data dtype), none (as they are computed), or auto (sqrt for f16 data "
-               "with square-dtype=auto)", choices=SQUARE_ENCODINGS),
-        Option("square-rounding", str, "nearest", "how a square's root is rounded to the "
-               "data dtype at the boundary: nearest, or stochastic (unbiased: a moving "
-               "average's changes below half an ulp are kept in expectation)",
-               choices=SQUARE_ROUNDINGS),
-    ),
-))
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        scalify_module(module, self.data_dtype, self.strict, context, self.common_scale,
+                       self.square_dtype, self.square_encoding, self.square_rounding)

@@ -35,7 +35,7 @@ def test_every_default_pass_is_described() -> None:
     readme = (ROOT / "README.md").read_text()
     how = (ROOT / "docs" / "how-it-works.md").read_text()
     diagram = how.split("```")[1]
-    for invocation in parse_pipeline(DEFAULT_PIPELINE):
-        name = invocation.info.name
+    for module_pass in parse_pipeline(DEFAULT_PIPELINE):
+        name = module_pass.name
         assert f"| `{name}` |" in readme, name
         assert f"**{name}**" in how and f"──{name}──" in diagram, name
