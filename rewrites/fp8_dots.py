@@ -318,11 +318,11 @@ class Fp8Dots(ModulePass):
     forward_format: str = option("f8E4M3FN", "FP8 format of activations and weights",
                                  FP8_FORMATS)
     gradient_format: str = option("f8E5M2", "FP8 format of gradients", FP8_FORMATS)
+    min_size: int = option(0, "dots with fewer multiply-adds stay in the data dtype")
+    exclude: str = option("", "regular expression on op locations of dots to leave alone")
     scaling: str = option(
         "amax", "amax: each operand is brought to the format's top binade by a power of two "
         "from its amax, undone on the dot's output; none: the data is cast as it is", SCALINGS)
-    min_size: int = option(0, "dots with fewer multiply-adds stay in the data dtype")
-    exclude: str = option("", "regular expression on op locations of dots to leave alone")
 
     def validate(self) -> None:
         self._exclude_pattern()
