@@ -20,10 +20,10 @@ FOLDERS = {"scalify_hlo.rewrites": "rewrites", "scalify_hlo.cli": "cli",
 
 # Layers from the bottom up, with the modules (and packages: every module under them) in each.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ir", ("scalify_hlo", "scalify_hlo.dtypes", "scalify_hlo.errors", "scalify_hlo.files",
-            "scalify_hlo.ir", "scalify_hlo.mlir_rewrite", "scalify_hlo.name_stack",
-            "scalify_hlo.names", "scalify_hlo.runner", "scalify_hlo.scale",
-            "scalify_hlo.symbols")),
+    ("ir", ("scalify_hlo", "scalify_hlo._checkout", "scalify_hlo.dtypes", "scalify_hlo.errors",
+            "scalify_hlo.files", "scalify_hlo.ir", "scalify_hlo.mlir_rewrite",
+            "scalify_hlo.name_stack", "scalify_hlo.names", "scalify_hlo.runner",
+            "scalify_hlo.scale", "scalify_hlo.symbols")),
     ("rewrites", ("scalify_hlo.rewrites",)),
     ("api", ("scalify_hlo.api", "scalify_hlo.compile", "scalify_hlo.explain",
              "scalify_hlo.gpu_aot", "scalify_hlo.host_run", "scalify_hlo.inputs",
