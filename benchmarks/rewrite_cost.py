@@ -62,12 +62,12 @@ from common import (
     summary,
     verdict,
 )
-from scalify_hlo.rewrites import PassContext, parse_pipeline, run_pipeline
 
 from scalify_hlo import gpu_aot
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.policy import DEFAULT_PIPELINE
+from scalify_hlo.rewrites import PassContext, parse_pipeline, run_pipeline
 from scalify_hlo.runner import compile_module
 
 FIGURE = ROOT / "docs" / "figures" / "rewrite_cost.png"

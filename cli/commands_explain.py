@@ -7,12 +7,12 @@ records turned on; ``scalify_hlo.explain`` makes the tables.
 from __future__ import annotations
 
 import click
-from scalify_hlo.cli.common import UserError, read_input, write_output
-from scalify_hlo.rewrites import parse_pipeline
 
 from scalify_hlo.api import rewrite_module_source
+from scalify_hlo.cli.common import UserError, read_input, write_output
 from scalify_hlo.explain import FORMATS, Explanation
 from scalify_hlo.policy import DEFAULT_PIPELINE
+from scalify_hlo.rewrites import parse_pipeline
 
 
 @click.command()

@@ -10,6 +10,10 @@ from __future__ import annotations
 import sys
 
 import click
+
+from scalify_hlo import __version__
+from scalify_hlo import ir as hlo_ir
+from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.cli.commands_demo import COMMANDS as DEMO_COMMANDS
 from scalify_hlo.cli.commands_explain import COMMANDS as EXPLAIN_COMMANDS
 from scalify_hlo.cli.commands_run import COMMANDS
@@ -20,13 +24,9 @@ from scalify_hlo.cli.common import (
     read_input,
     write_output,
 )
-from scalify_hlo.rewrites import PASSES, parse_pipeline
-
-from scalify_hlo import __version__
-from scalify_hlo import ir as hlo_ir
-from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import DEFAULT_PIPELINE, Policy
+from scalify_hlo.rewrites import PASSES, parse_pipeline
 from scalify_hlo.targets.table import TARGETS
 
 

@@ -34,6 +34,7 @@ def golden_files_by_op() -> dict[str, list[str]]:
 def render() -> str:
     sys.path.insert(0, str(ROOT / "tests"))
     from op_cases import covering_cases
+
     from scalify_hlo.rewrites.rules import INLINED_OPS, RULES
 
     cases = covering_cases()

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named, splat_constant_value
 
 # (power of the first float operand, power of the second) in the result. Elementwise only:

@@ -24,6 +24,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jax.extend.mlir import ir
+
+from scalify_hlo.dtypes import DATA_DTYPES, FP8_FORMATS, FP8_MAX, FP8_TOP_EXPONENT
+from scalify_hlo.errors import PipelineError
+from scalify_hlo.ir import short_location
+from scalify_hlo.name_stack import has_name_stack, is_backward
 from scalify_hlo.rewrites.emitter import (
     Emitter,
     attributes_of,
@@ -35,11 +40,6 @@ from scalify_hlo.rewrites.emitter import (
     splat_scalar,
 )
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
-
-from scalify_hlo.dtypes import DATA_DTYPES, FP8_FORMATS, FP8_MAX, FP8_TOP_EXPONENT
-from scalify_hlo.errors import PipelineError
-from scalify_hlo.ir import short_location
-from scalify_hlo.name_stack import has_name_stack, is_backward
 
 # How an operand reaches its FP8 format (the pass's ``scaling`` option, Policy.fp8_scaling).
 SCALINGS = ("amax", "none")

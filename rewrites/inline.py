@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jax.extend.mlir import ir
+
+from scalify_hlo.errors import RewriteError
 from scalify_hlo.rewrites.emitter import ops_named
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
-
-from scalify_hlo.errors import RewriteError
 from scalify_hlo.symbols import functions_by_name
 
 MAX_INLINE_DEPTH = 64

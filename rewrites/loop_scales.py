@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import Emitter, attributes_of, ops_named, scalar_type
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 

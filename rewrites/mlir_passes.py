@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jax.extend.mlir import ir, passmanager
-from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.ir import format_diagnostics
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 
 
 def run_mlir_pipeline(module: ir.Module, pipeline: str) -> None:

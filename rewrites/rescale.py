@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import ops_named
-from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
-from scalify_hlo.rewrites.scope import RESCALE_ATTR, RESCALE_DRIFTING_ATTR
 
 from scalify_hlo.errors import PipelineError
 from scalify_hlo.name_stack import is_backward
+from scalify_hlo.rewrites.emitter import ops_named
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
+from scalify_hlo.rewrites.scope import RESCALE_ATTR, RESCALE_DRIFTING_ATTR
 from scalify_hlo.symbols import entry_function
 
 # The pass's option choices (Policy.rescale_at, rescale_method, scale_rounding).

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import (
     Emitter,
     attributes_of,
@@ -32,7 +33,6 @@ from scalify_hlo.rewrites.regions import (
     is_homogeneous,
 )
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
-
 from scalify_hlo.scale import (
     ONE,
     Scale,

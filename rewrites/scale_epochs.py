@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
 from scalify_hlo.rewrites.loop_scales import _HOISTABLE as HOISTABLE
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register

@@ -13,6 +13,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jax.extend.mlir import ir
+
+from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES
+from scalify_hlo.errors import RewriteError
+from scalify_hlo.names import (
+    ARG_NAME_ATTR,
+    DATA_SUFFIX,
+    ENCODING_ATTR,
+    ORIGINAL_TYPE_ATTR,
+    SCALE_SUFFIX,
+    SQRT_ENCODING,
+    argument_names,
+    half_name,
+)
 from scalify_hlo.rewrites import rule_impls
 from scalify_hlo.rewrites.drift import compounding_constant_adds
 from scalify_hlo.rewrites.emitter import float_type, is_scalable_type
@@ -27,19 +40,6 @@ from scalify_hlo.rewrites.scope import (
     Scope,
 )
 from scalify_hlo.rewrites.square_values import wide_values
-
-from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES
-from scalify_hlo.errors import RewriteError
-from scalify_hlo.names import (
-    ARG_NAME_ATTR,
-    DATA_SUFFIX,
-    ENCODING_ATTR,
-    ORIGINAL_TYPE_ATTR,
-    SCALE_SUFFIX,
-    SQRT_ENCODING,
-    argument_names,
-    half_name,
-)
 from scalify_hlo.scale import Scale
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from jax.extend.mlir import ir
+
+from scalify_hlo.errors import RewriteError
+from scalify_hlo.ir import short_location
 from scalify_hlo.rewrites.emitter import (
     MIN_NORMAL_EXP,
     Emitter,
@@ -25,9 +28,6 @@ from scalify_hlo.rewrites.emitter import (
     with_element_type,
 )
 from scalify_hlo.rewrites.registry import PassContext
-
-from scalify_hlo.errors import RewriteError
-from scalify_hlo.ir import short_location
 from scalify_hlo.scale import (
     EXPONENT_RANGES,
     LARGEST_FINITE,

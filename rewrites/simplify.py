@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import (
     Emitter,
     attributes_of,

@@ -28,9 +28,8 @@ def test_the_readme_test_command_reports_what_ran() -> None:
 def test_every_default_pass_is_described() -> None:
     """The README's pass table and how-it-works describe each pass the default policy runs
     (fp8-dots and rescale were missing from both)."""
-    from scalify_hlo.rewrites import parse_pipeline
-
     from scalify_hlo.policy import DEFAULT_PIPELINE
+    from scalify_hlo.rewrites import parse_pipeline
 
     readme = (ROOT / "README.md").read_text()
     how = (ROOT / "docs" / "how-it-works.md").read_text()

@@ -16,14 +16,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites import ModulePass, parse_pipeline
-from scalify_hlo.rewrites.fp8_dots import Fp8Dots
-from scalify_hlo.rewrites.rescale import Rescale
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import DEFAULT_PIPELINE, Policy
+from scalify_hlo.rewrites import ModulePass, parse_pipeline
+from scalify_hlo.rewrites.fp8_dots import Fp8Dots
+from scalify_hlo.rewrites.rescale import Rescale
 from scalify_hlo.runner import run_module
 from scalify_hlo.signature import (
     entry_signature,

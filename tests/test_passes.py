@@ -8,13 +8,13 @@ import dataclasses
 import re
 
 import pytest
+
+from scalify_hlo.errors import PipelineError
+from scalify_hlo.policy import Policy
 from scalify_hlo.rewrites import PASSES, ModulePass, parse_pipeline, print_pipeline
 from scalify_hlo.rewrites.fp8_dots import Fp8Dots
 from scalify_hlo.rewrites.rescale import Rescale
 from scalify_hlo.rewrites.scalify import Scalify
-
-from scalify_hlo.errors import PipelineError
-from scalify_hlo.policy import Policy
 
 
 @pytest.mark.parametrize("name", sorted(PASSES))

@@ -9,12 +9,12 @@ from typing import Any, ClassVar
 
 import pytest
 from click.testing import CliRunner
-from scalify_hlo.cli.main import cli
-from scalify_hlo.rewrites import PASSES, ModulePass
 
 from scalify_hlo.api import rewrite_module_source
+from scalify_hlo.cli.main import cli
 from scalify_hlo.ir import BYTECODE_MAGIC, EmitFormat
 from scalify_hlo.policy import DEFAULT_PIPELINE
+from scalify_hlo.rewrites import PASSES, ModulePass
 
 MODULE = """
 func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %i: tensor<4xi32>)
