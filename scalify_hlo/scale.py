@@ -19,8 +19,7 @@ import numpy as np
 from scalify_hlo.dtypes import EXPONENT_RANGES, LARGEST_FINITE  # noqa: F401
 
 # Static exponents stay where 2**exp is a normal f32: beyond that a scale would be 0 or inf.
-MIN_EXPONENT = -126
-MAX_EXPONENT = 127
+MIN_EXPONENT, MAX_EXPONENT = EXPONENT_RANGES["f32"]
 # The runtime exponent of a zero-filled loop operand (``rule_while``): far below any scale a
 # value reaches (a few hundred binades) and far from i32's limits, so that the runtime
 # maximum of scales ignores it and sums of a few of them cannot wrap. Exponents below

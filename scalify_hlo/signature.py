@@ -15,7 +15,7 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from scalify_hlo import ir as hlo_ir
-from scalify_hlo.dtypes import DATA_DTYPES, ELEMENT_DTYPES
+from scalify_hlo.dtypes import DATA_DTYPES, ELEMENT_DTYPES, EXPONENT_RANGES
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.names import ENCODING_ATTR, SQRT_ENCODING, string_attr
 from scalify_hlo.scaled_array import zero_tensor_scale
@@ -142,7 +142,7 @@ def pow2_scale_of(x: np.ndarray, data_dtype: np.dtype | None = None) -> np.float
     rms = float(np.sqrt(np.mean(finite * finite))) if finite.size else 0.0
     if rms == 0.0 or not np.isfinite(rms):
         return np.float32(1.0)
-    exponent = int(np.clip(np.round(np.log2(rms)), -126, 127))
+    exponent = int(np.clip(np.round(np.log2(rms)), *EXPONENT_RANGES["f32"]))
     return np.float32(2.0 ** exponent)
 
 
