@@ -35,11 +35,11 @@ from typing import Any
 import jax
 import numpy as np
 from common import RESULTS, environment, format_table, load_models, markdown_table, publish
-from scalify_hlo.rewrites import DEFAULT_PIPELINE
 
 from scalify_hlo.host_run import original_squares, random_step_inputs
 from scalify_hlo.inputs import compare_outputs, load_module, pair_signatures, run_pair
 from scalify_hlo.module_info import module_info
+from scalify_hlo.policy import DEFAULT_PIPELINE
 from scalify_hlo.tolerance import FP8_MIN_SNR_DB, FP8_SCALAR_RTOL
 
 STEP_NAMES = ("mlp_step", "transformer_step", "scan_step")

@@ -80,10 +80,10 @@ def rewrite():
         timings["parse"] = time.perf_counter() - start
         before = sum(hlo_ir.count_ops(module).values())
         context = PassContext()
-        for invocation in parse_pipeline(pipeline):
+        for module_pass in parse_pipeline(pipeline):
             t = time.perf_counter()
-            run_pipeline(module, [invocation], context)
-            timings[invocation.info.name] = time.perf_counter() - t
+            run_pipeline(module, [module_pass], context)
+            timings[module_pass.name] = time.perf_counter() - t
         t = time.perf_counter()
         hlo_ir.verify(module)
         out = hlo_ir.write_module(module, hlo_ir.EmitFormat.TEXT)

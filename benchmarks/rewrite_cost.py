@@ -62,12 +62,12 @@ from common import (
     summary,
     verdict,
 )
-from scalify_hlo.rewrites import PassContext, parse_pipeline, run_pipeline
 
 from scalify_hlo import gpu_aot
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.policy import DEFAULT_PIPELINE
+from scalify_hlo.rewrites import PassContext, parse_pipeline, run_pipeline
 from scalify_hlo.runner import compile_module
 
 FIGURE = ROOT / "docs" / "figures" / "rewrite_cost.png"
@@ -144,7 +144,7 @@ def phase_split(text: str, pipeline: str) -> dict[str, float]:
 
             mark("parse+verify")
             run_pipeline(module, parse_pipeline(pipeline), PassContext(),
-                         lambda invocation, _: mark(invocation.info.name))
+                         lambda module_pass, _: mark(module_pass.name))
             last = time.process_time()
             hlo_ir.verify(module)
             mark("verify")

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from common import RESULTS, ROOT, environment, write_json
+
 from scalify_hlo.examples.char_gpt import GPTConfig, gpt_task
 from scalify_hlo.examples.mnist_mlp import mlp_task, steps_per_epoch
-
 from scalify_hlo.training.data import load_images, load_text
 from scalify_hlo.training.loop import RunResult, run
 from scalify_hlo.training.modes import MODES, mode

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
+
 from scalify_hlo.cli.common import UserError, write_output
 
 DEFAULT_MODES = ("fp32", "scalify-fp8")
@@ -39,7 +40,6 @@ def _import_training():
     """The training stack needs the demo extra (flax, optax, scikit-learn, matplotlib)."""
     try:
         from scalify_hlo.examples import mnist_mlp
-
         from scalify_hlo.training import data, loop, modes, report
     except ImportError as exc:
         raise UserError(f"the demo needs {exc.name or 'its dependencies'}: "

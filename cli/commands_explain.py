@@ -7,11 +7,12 @@ records turned on; ``scalify_hlo.explain`` makes the tables.
 from __future__ import annotations
 
 import click
-from scalify_hlo.cli.common import UserError, read_input, write_output
-from scalify_hlo.rewrites import DEFAULT_PIPELINE, parse_pipeline
 
 from scalify_hlo.api import rewrite_module_source
+from scalify_hlo.cli.common import UserError, read_input, write_output
 from scalify_hlo.explain import FORMATS, Explanation
+from scalify_hlo.policy import DEFAULT_PIPELINE
+from scalify_hlo.rewrites import parse_pipeline
 
 
 @click.command()
@@ -26,10 +27,10 @@ def explain(input_path: str, output: str, pipeline: str, fmt: str) -> None:
     family, counts by kind (static or runtime scale, rescale point, FP8 dot, dot left out of
     FP8, computed wide, fallback run unscaled, saturated scale); per source line (file:line
     and JAX name stack from the op locations), the ops and how they are scaled."""
-    invocations = parse_pipeline(pipeline)
+    passes = parse_pipeline(pipeline)
     data = read_input(input_path)
     filename = "<stdin>" if input_path == "-" else input_path
-    result = rewrite_module_source(data, invocations, filename=filename, records=True)
+    result = rewrite_module_source(data, passes, filename=filename, records=True)
     for warning in result.context.warnings:
         click.echo(f"warning: {warning}", err=True)
     if result.error is not None:

@@ -17,13 +17,13 @@ from typing import Any
 
 import click
 import numpy as np
-import scalify_hlo.rewrites
-from scalify_hlo.cli.common import UserError, read_input, write_output
 
 import scalify_hlo
+import scalify_hlo.rewrites
 from scalify_hlo import host_run
 from scalify_hlo import inputs as host
 from scalify_hlo import tolerance as tol
+from scalify_hlo.cli.common import UserError, read_input, write_output
 from scalify_hlo.module_info import ModuleInfo, module_info
 from scalify_hlo.names import label
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 import sys
 
 import click
+
+from scalify_hlo import __version__
+from scalify_hlo import ir as hlo_ir
+from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.cli.commands_demo import COMMANDS as DEMO_COMMANDS
 from scalify_hlo.cli.commands_explain import COMMANDS as EXPLAIN_COMMANDS
 from scalify_hlo.cli.commands_run import COMMANDS
@@ -20,13 +24,9 @@ from scalify_hlo.cli.common import (
     read_input,
     write_output,
 )
-from scalify_hlo.rewrites import DEFAULT_PIPELINE, PASSES, parse_pipeline
-
-from scalify_hlo import __version__
-from scalify_hlo import ir as hlo_ir
-from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.errors import ScalifyError
-from scalify_hlo.policy import Policy
+from scalify_hlo.policy import DEFAULT_PIPELINE, Policy
+from scalify_hlo.rewrites import PASSES, parse_pipeline
 from scalify_hlo.targets.table import TARGETS
 
 
@@ -93,7 +93,7 @@ def rewrite(input_path: str, output: str, pipeline: str | None, target: str | No
         raise UserError("give --pipeline or --target, not both")
     if target is not None:
         pipeline = Policy.for_target(target).pipeline()
-    invocations = parse_pipeline(DEFAULT_PIPELINE if pipeline is None else pipeline)
+    pipeline_passes = parse_pipeline(DEFAULT_PIPELINE if pipeline is None else pipeline)
     data = read_input(input_path)
     filename = "<stdin>" if input_path == "-" else input_path
     fmt = hlo_ir.EmitFormat(emit)
@@ -109,7 +109,7 @@ def rewrite(input_path: str, output: str, pipeline: str | None, target: str | No
     else:
         chunks = [(data, 0)]
     results = [
-        rewrite_module_source(source, invocations, filename=filename, line_offset=offset,
+        rewrite_module_source(source, pipeline_passes, filename=filename, line_offset=offset,
                               emit=fmt, debug_info=debug_info, dump_after_pass=dump,
                               count_ops=stats, verify_each=verify_each)
         for source, offset in chunks
@@ -136,9 +136,9 @@ def rewrite(input_path: str, output: str, pipeline: str | None, target: str | No
 def passes() -> None:
     """List every pass with its description and options."""
     for name in sorted(PASSES):
-        info = PASSES[name]
-        click.echo(f"{name}: {info.description}")
-        for option in info.options:
+        module_pass = PASSES[name]
+        click.echo(f"{name}: {module_pass.description}")
+        for option in module_pass.options():
             click.echo(f"    {option.describe()}")
 
 

@@ -44,6 +44,7 @@ def traits_of(traits: Iterable[Enum]) -> str:
 def render() -> str:
     sys.path.insert(0, str(ROOT / "tests"))
     from op_cases import covering_cases
+
     from scalify_hlo.rewrites.op_table import CUSTOM_CALL_TARGETS, OPS, Trait
     from scalify_hlo.rewrites.rules import INLINED_OPS, RULES
 

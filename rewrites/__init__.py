@@ -13,24 +13,23 @@ from scalify_hlo.rewrites import (  # noqa: F401  (registration)
 from scalify_hlo.rewrites.registry import (
     PASSES,
     RECORD_KINDS,
+    ModulePass,
+    Option,
     PassContext,
-    PassInfo,
-    PassInvocation,
     Record,
     parse_pipeline,
+    print_pipeline,
     run_pipeline,
 )
 
-from scalify_hlo.policy import DEFAULT_PIPELINE
-
 __all__ = [
-    "DEFAULT_PIPELINE",
     "PASSES",
     "PassContext",
-    "PassInfo",
-    "PassInvocation",
+    "ModulePass",
+    "Option",
     "RECORD_KINDS",
     "Record",
     "parse_pipeline",
+    "print_pipeline",
     "run_pipeline",
 ]

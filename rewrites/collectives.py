@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jax.extend.mlir import ir
+
+from scalify_hlo.errors import RewriteError
 from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP, Emitter, attributes_of
 from scalify_hlo.rewrites.regions import is_homogeneous
 from scalify_hlo.rewrites.rule_impls import emit_like, rule_same_scale, rule_unscaled
 from scalify_hlo.rewrites.scope import Scaled, Scope
-
-from scalify_hlo.errors import RewriteError
 from scalify_hlo.scale import Factor, Scale
 
 _MESH_REF_RE = re.compile(r"#sdy\.sharding<(@[\w.$-]+|mesh<[^>]*>)")

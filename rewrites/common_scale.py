@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import Emitter, dtype_name
 from scalify_hlo.rewrites.scalify_state import Scaled
-
 from scalify_hlo.scale import LARGEST_FINITE, ONE, UNSET_BELOW, Scale
 
 if TYPE_CHECKING:

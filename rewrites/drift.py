@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named, splat_constant_value
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 

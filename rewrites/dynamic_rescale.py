@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import Emitter, scalar_type
 from scalify_hlo.rewrites.scalify_state import Scaled
-
 from scalify_hlo.scale import MIN_EXPONENT, Scale
 
 if TYPE_CHECKING:

@@ -11,19 +11,18 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from jax.extend.mlir import ir
-from jaxlib.mlir._mlir_libs._mlir import rewrite as _rewrite
 
-from scalify_hlo.signature import FLOAT_DTYPES
+from scalify_hlo.dtypes import DATA_DTYPES, EXACT_POW2_EXPONENTS, EXPONENT_RANGES, FLOAT_DTYPES
+from scalify_hlo.mlir_rewrite import walk_and_apply_patterns
 
-SCALED_ELEMENT_TYPES = ("f16", "bf16", "f32")
 # The exponents of normal f32 powers of two: what one multiply by a runtime 2^e can reach.
-MIN_NORMAL_EXP, MAX_NORMAL_EXP = -126, 127
-# The powers of two a constant of each data type holds exactly (f16 subnormals included: XLA
-# keeps them; f32 and bf16 ones may be flushed), so one multiply's reach.
-_NORMAL_EXPONENTS = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-24, 15)}
-_NORMAL_EXPONENTS_BY_CLASS = {ir.F32Type: _NORMAL_EXPONENTS["f32"],
-                              ir.BF16Type: _NORMAL_EXPONENTS["bf16"],
-                              ir.F16Type: _NORMAL_EXPONENTS["f16"]}
+MIN_NORMAL_EXP, MAX_NORMAL_EXP = EXPONENT_RANGES["f32"]
+# The bindings' type classes of the data dtypes (builtin types always come back downcast).
+_DATA_TYPE_CLASSES = {"f16": ir.F16Type, "bf16": ir.BF16Type, "f32": ir.F32Type}
+assert set(_DATA_TYPE_CLASSES) == set(DATA_DTYPES)
+# The powers of two a constant of each data type holds exactly, so one multiply's reach.
+_EXACT_POW2_EXPONENTS_BY_CLASS = {cls: EXACT_POW2_EXPONENTS[name]
+                                  for name, cls in _DATA_TYPE_CLASSES.items()}
 
 
 def element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:
@@ -48,7 +47,7 @@ def float_type(name: str) -> ir.Type:
     }[name]()
 
 
-_FLOAT_NAMES = {ir.F16Type: "f16", ir.BF16Type: "bf16", ir.F32Type: "f32"}
+_FLOAT_NAMES = {cls: name for name, cls in _DATA_TYPE_CLASSES.items()}
 
 
 def dtype_name(t: ir.Type) -> str:
@@ -65,7 +64,7 @@ def is_ranked_tensor(t: ir.Type) -> bool:
     return isinstance(t, ir.RankedTensorType)
 
 
-_SCALED_ELEMENT_CLASSES = frozenset({ir.F16Type, ir.BF16Type, ir.F32Type})  # SCALED_ELEMENT_TYPES
+_SCALED_ELEMENT_CLASSES = frozenset(_DATA_TYPE_CLASSES.values())
 
 
 def is_scalable_type(t: ir.Type) -> bool:
@@ -127,10 +126,7 @@ def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
         found.append(op.operation)
         return True  # "did not match": the IR is left as it is
 
-    patterns = _rewrite.RewritePatternSet()
-    for name in dict.fromkeys(names):
-        patterns.add(name, record)
-    _rewrite.walk_and_apply_patterns(root, patterns.freeze())  # root's regions only
+    walk_and_apply_patterns(root, dict.fromkeys(names, record))  # root's regions only
     if root.name in names:
         found.append(root)
     return found
@@ -331,8 +327,8 @@ class Emitter:
         if exp == 0:
             return x
         t = x.type
-        low, high = _NORMAL_EXPONENTS_BY_CLASS.get(type(self.types.element(t)),
-                                                   _NORMAL_EXPONENTS["f32"])
+        low, high = _EXACT_POW2_EXPONENTS_BY_CLASS.get(type(self.types.element(t)),
+                                                       EXACT_POW2_EXPONENTS["f32"])
         while exp != 0:
             step = min(max(exp, low), high)
             x = self.binary("stablehlo.multiply", x, self.splat(2.0 ** step, t), t)

@@ -21,9 +21,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from jax.extend.mlir import ir
+
+from scalify_hlo.dtypes import DATA_DTYPES, FP8_FORMATS, FP8_MAX, FP8_TOP_EXPONENT
+from scalify_hlo.errors import PipelineError
+from scalify_hlo.ir import short_location
+from scalify_hlo.name_stack import has_name_stack, is_backward
 from scalify_hlo.rewrites.emitter import (
     Emitter,
     attributes_of,
@@ -35,22 +40,14 @@ from scalify_hlo.rewrites.emitter import (
     splat_scalar,
 )
 from scalify_hlo.rewrites.op_table import Trait, ops_with
-from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 
-from scalify_hlo.ir import short_location
-from scalify_hlo.name_stack import has_name_stack, is_backward
-
-FORMAT_MAX = {"f8E4M3FN": 448.0, "f8E5M2": 57344.0}
-FORMATS = tuple(FORMAT_MAX)
-# The exponent an operand's amax is brought to: the largest binade that stays below the
-# format's largest finite value (E4M3FN: [128, 256) <= 448; E5M2: [16384, 32768) <= 57344).
-FORMAT_TOP_EXPONENT = {"f8E4M3FN": 7, "f8E5M2": 14}
+# How an operand reaches its FP8 format (the pass's ``scaling`` option, Policy.fp8_scaling).
 SCALINGS = ("amax", "none")
 # Bound on an operand's shift, so that both shifts and their sum stay normal f32 powers of two.
 _MAX_SHIFT = 60
 # Ops that only move data: an operand reached through them keeps its producer's role.
 _LAYOUT_OPS = ops_with(Trait.LAYOUT_ONLY)
-_DATA_DTYPES = ("f16", "bf16", "f32")
 
 
 @dataclass(frozen=True)
@@ -136,7 +133,7 @@ class Fp8Options:
 def _ineligible(op: ir.Operation, options: Fp8Options) -> str | None:
     lhs, rhs = op.operands
     for value in (lhs, rhs):
-        if str(element_type(value)) not in _DATA_DTYPES:
+        if str(element_type(value)) not in DATA_DTYPES:
             return f"operand element type {element_type(value)} is not a data dtype"
     dims = DotDims.of(op)
     if not dims.lhs_contracting:
@@ -172,7 +169,7 @@ def _amax_shift(emit: Emitter, wide: ir.Value, fmt: str) -> ir.Value:
     amax = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum", 0.0)
     exponent = emit.exponent_of_pow2(amax)  # floor(log2(amax)) for a normal amax
     i32 = emit.types.scalar_i32
-    shift = emit.binary("stablehlo.subtract", emit.int_scalar(FORMAT_TOP_EXPONENT[fmt]),
+    shift = emit.binary("stablehlo.subtract", emit.int_scalar(FP8_TOP_EXPONENT[fmt]),
                         exponent, i32)
     shift = emit.clamp_exponent(shift, -_MAX_SHIFT, _MAX_SHIFT)
     i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
@@ -189,7 +186,7 @@ def _amax_shift(emit: Emitter, wide: ir.Value, fmt: str) -> ir.Value:
 def _cast_operand(emit: Emitter, value: ir.Value, fmt: str, layout: OperandLayout,
                   scaling: str = "none") -> tuple[ir.Value, ir.Value | None]:
     """The FP8 operand, and (``scaling=amax``) the i32 exponent its data was multiplied by."""
-    limit = FORMAT_MAX[fmt]
+    limit = FP8_MAX[fmt]
     shift = None
     if scaling == "amax":
         f32 = ir.F32Type.get()
@@ -310,32 +307,32 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
         context.bump(f"fp8-dots.{lhs_fmt}x{rhs_fmt}")
 
 
-def _run(module: ir.Module, opts: dict[str, Any], context: PassContext) -> None:
-    pattern = opts["exclude"]
-    try:
-        compiled = re.compile(pattern) if pattern else None
-    except re.error as exc:
-        from scalify_hlo.errors import PipelineError
+@register
+@dataclass(frozen=True)
+class Fp8Dots(ModulePass):
+    name: ClassVar[str] = "fp8-dots"
+    description: ClassVar[str] = (
+        "Cast both operands of each eligible dot_general to FP8 (clamp, convert) in the "
+        "pattern XLA:GPU fuses into a cuBLASLt FP8 GEMM; report the others.")
 
-        raise PipelineError(f"invalid exclude pattern '{pattern}': {exc}") from None
-    fp8_dots(module, Fp8Options(opts["forward-format"], opts["gradient-format"],
-                                opts["min-size"], compiled, True, opts["scaling"]), context)
+    forward_format: str = option("f8E4M3FN", "FP8 format of activations and weights",
+                                 FP8_FORMATS)
+    gradient_format: str = option("f8E5M2", "FP8 format of gradients", FP8_FORMATS)
+    min_size: int = option(0, "dots with fewer multiply-adds stay in the data dtype")
+    exclude: str = option("", "regular expression on op locations of dots to leave alone")
+    scaling: str = option(
+        "amax", "amax: each operand is brought to the format's top binade by a power of two "
+        "from its amax, undone on the dot's output; none: the data is cast as it is", SCALINGS)
 
+    def validate(self) -> None:
+        self._exclude_pattern()
 
-FP8_DOTS = register(PassInfo(
-    name="fp8-dots",
-    description="Cast both operands of each eligible dot_general to FP8 (clamp, convert) in "
-                "the pattern XLA:GPU fuses into a cuBLASLt FP8 GEMM; report the others.",
-    run=_run,
-    options=(
-        Option("forward-format", str, "f8E4M3FN", "FP8 format of activations and weights",
-               choices=FORMATS),
-        Option("gradient-format", str, "f8E5M2", "FP8 format of gradients", choices=FORMATS),
-        Option("min-size", int, 0, "dots with fewer multiply-adds stay in the data dtype"),
-        Option("exclude", str, "", "regular expression on op locations of dots to leave "
-               "alone"),
-        Option("scaling", str, "amax", "amax: each operand is brought to the format's top "
-               "binade by a power of two from its amax, undone on the dot's output; none: "
-               "the data is cast as it is", choices=SCALINGS),
-    ),
-))
+    def _exclude_pattern(self) -> re.Pattern | None:
+        try:
+            return re.compile(self.exclude) if self.exclude else None
+        except re.error as exc:
+            raise PipelineError(f"invalid exclude pattern '{self.exclude}': {exc}") from None
+
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        fp8_dots(module, Fp8Options(self.forward_format, self.gradient_format, self.min_size,
+                                    self._exclude_pattern(), True, self.scaling), context)

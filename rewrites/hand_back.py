@@ -21,8 +21,8 @@ default for f16 data) have a runtime scale and are left as they are.
 from __future__ import annotations
 
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.scope import Scaled, Scope
 
+from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.scale import EXPONENT_RANGES, Scale
 
 

@@ -8,14 +8,15 @@ bindings, so this clones callee bodies from Python. Inlined ops get the location
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import ops_named
-from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
-from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
 from scalify_hlo.errors import RewriteError
+from scalify_hlo.rewrites.emitter import ops_named
+from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 from scalify_hlo.symbols import functions_by_name
 
 MAX_INLINE_DEPTH = 64
@@ -144,14 +145,14 @@ def remove_unused_private_functions(module: ir.Module) -> None:
         run_mlir_pipeline(module, "symbol-dce")
 
 
-def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-    context.bump("inline.calls-inlined", inline_calls(module))
-    remove_unused_private_functions(module)
+@register
+@dataclass(frozen=True)
+class Inline(ModulePass):
+    name: ClassVar[str] = "inline"
+    description: ClassVar[str] = (
+        "Inline every func.call to a function of the module and drop unused private functions "
+        "(JAX's private calls included).")
 
-
-INLINE = register(PassInfo(
-    name="inline",
-    description="Inline every func.call to a function of the module and drop unused private "
-                "functions (JAX's private calls included).",
-    run=_run,
-))
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        context.bump("inline.calls-inlined", inline_calls(module))
+        remove_unused_private_functions(module)

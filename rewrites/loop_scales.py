@@ -13,12 +13,14 @@ that no simplifier folds the slices back into the scalars.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import Emitter, attributes_of, ops_named, scalar_type
 from scalify_hlo.rewrites.op_table import Trait, ops_with
-from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 
 # Scalars per packed vector: XLA:CPU fuses a concatenate of up to about 8 scalars into one
 # kernel, and runs every operand of a longer one as a kernel of its own.
@@ -212,13 +214,13 @@ def hoist_loop_scales(module: ir.Module) -> int:
                                                              "stablehlo.while"))
 
 
-def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-    context.bump("hoist-loop-scales.hoisted", hoist_loop_scales(module))
+@register
+@dataclass(frozen=True)
+class HoistLoopScales(ModulePass):
+    name: ClassVar[str] = "hoist-loop-scales"
+    description: ClassVar[str] = (
+        "Compute the scalar arithmetic of while bodies on loop-invariant values once before "
+        "the loop, packed into few vectors (part of simplify).")
 
-
-HOIST_LOOP_SCALES = register(PassInfo(
-    name="hoist-loop-scales",
-    description="Compute the scalar arithmetic of while bodies on loop-invariant values once "
-                "before the loop, packed into few vectors (part of simplify).",
-    run=_run,
-))
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        context.bump("hoist-loop-scales.hoisted", hoist_loop_scales(module))

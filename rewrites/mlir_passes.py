@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 from jax.extend.mlir import ir, passmanager
-from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.ir import format_diagnostics
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 
 
 def run_mlir_pipeline(module: ir.Module, pipeline: str) -> None:
@@ -25,14 +26,31 @@ def run_mlir_pipeline(module: ir.Module, pipeline: str) -> None:
         raise RewriteError(f"{pipeline} failed: {format_diagnostics(exc, '-')}") from None
 
 
-def _mlir_pass(name: str, description: str) -> PassInfo:
-    def run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-        run_mlir_pipeline(module, name)
+@dataclass(frozen=True)
+class _MlirPass(ModulePass):
+    """An MLIR pass run by its textual name through the bindings' pass manager."""
 
-    return register(PassInfo(name=name, description=description, run=run))
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        run_mlir_pipeline(module, self.name)
 
 
-CANONICALIZE = _mlir_pass("canonicalize", "MLIR canonicalization: fold constants and apply "
-                          "each op's canonical patterns.")
-CSE = _mlir_pass("cse", "Eliminate common subexpressions.")
-SYMBOL_DCE = _mlir_pass("symbol-dce", "Remove private functions that nothing refers to.")
+@register
+@dataclass(frozen=True)
+class Canonicalize(_MlirPass):
+    name: ClassVar[str] = "canonicalize"
+    description: ClassVar[str] = ("MLIR canonicalization: fold constants and apply each op's "
+                                  "canonical patterns.")
+
+
+@register
+@dataclass(frozen=True)
+class Cse(_MlirPass):
+    name: ClassVar[str] = "cse"
+    description: ClassVar[str] = "Eliminate common subexpressions."
+
+
+@register
+@dataclass(frozen=True)
+class SymbolDce(_MlirPass):
+    name: ClassVar[str] = "symbol-dce"
+    description: ClassVar[str] = "Remove private functions that nothing refers to."

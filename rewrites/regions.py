@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import attributes_of, distinct_values, is_scalable_type
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 

@@ -1,15 +1,20 @@
 """The pass registry and MLIR-style pipeline strings: ``inline,scalify{data-dtype=f32},simplify``.
 
-Every pass declares a name, a one-line description and typed options with defaults, so that
-the CLI can list them and a pipeline string is validated before any IR is touched.
+Every pass is a frozen dataclass (``ModulePass``) with a name, a one-line description and
+typed option fields with defaults, so that the CLI can list them, one parser reads every
+pass's options from text, and a pipeline is validated (on construction) before any IR is
+touched.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import shlex
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from jax.extend.mlir import ir
 
@@ -21,20 +26,23 @@ _FALSE = {"false", "0", "no", "off"}
 
 @dataclass(frozen=True)
 class Option:
-    """A typed pass option; ``choices`` restricts string values."""
+    """A pass option as the textual syntax and ``scalify-hlo passes`` see it: made from one
+    field of the pass's dataclass (``min_size: int`` is ``min-size=<int>``).
+
+    ``type`` is bool, int, float, str, or ``tuple[str, ...]`` (a comma-separated list);
+    ``choices`` restricts string values."""
 
     name: str
-    type: type
+    field: str
+    type: Any
     default: Any
     help: str
     choices: tuple[str, ...] | None = None
 
     def parse(self, pass_name: str, raw: str) -> Any:
+        """The typed value of ``raw``; choices are checked when the pass is constructed."""
         def bad(expected: str) -> PipelineError:
-            return PipelineError(
-                f"invalid value '{raw}' for option '{self.name}' of pass '{pass_name}': "
-                f"expected {expected}"
-            )
+            return _bad_value(pass_name, self.name, raw, expected)
 
         if self.type is bool:
             lowered = raw.lower()
@@ -53,14 +61,41 @@ class Option:
                 return float(raw)
             except ValueError:
                 raise bad("a number") from None
-        if self.choices is not None and raw not in self.choices:
-            raise bad("one of " + ", ".join(self.choices))
+        if self.type == tuple[str, ...]:
+            return tuple(item.strip() for item in raw.split(",") if item.strip())
         return raw
 
+    def check(self, pass_name: str, value: Any) -> None:
+        """Refuse a value outside ``choices`` (whether parsed or given in Python)."""
+        if self.choices is not None and value not in self.choices:
+            raise _bad_value(pass_name, self.name, value, "one of " + ", ".join(self.choices))
+
+    def render(self, value: Any) -> str:
+        """``value`` as the textual syntax spells it (quoted where the parser needs it)."""
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, tuple):
+            return ",".join(value)
+        if isinstance(value, str):
+            return shlex.quote(value) if value else value
+        return str(value)
+
     def describe(self) -> str:
-        kind = "|".join(self.choices) if self.choices else self.type.__name__
-        default = str(self.default).lower() if isinstance(self.default, bool) else self.default
+        kind = "|".join(self.choices) if self.choices else (
+            "str" if self.type == tuple[str, ...] else self.type.__name__)
+        default = str(self.default).lower() if isinstance(self.default, bool) else (
+            ",".join(self.default) if isinstance(self.default, tuple) else self.default)
         return f"{self.name}=<{kind}> (default: {default}) {self.help}"
+
+
+def _bad_value(pass_name: str, option: str, raw: Any, expected: str) -> PipelineError:
+    return PipelineError(f"invalid value '{raw}' for option '{option}' of pass '{pass_name}': "
+                         f"expected {expected}")
+
+
+def option(default: Any, help: str, choices: tuple[str, ...] | None = None) -> Any:
+    """A field of a pass: its default, a one-line help and, for a string, its choices."""
+    return field(default=default, metadata={"help": help, "choices": choices})
 
 
 class Record(NamedTuple):
@@ -114,51 +149,86 @@ class PassContext:
             self.records.append(Record(op_name, text, kind, detail))
 
 
-PassFn = Callable[[ir.Module, dict[str, Any], PassContext], None]
-
-
 @dataclass(frozen=True)
-class PassInfo:
-    name: str
-    description: str
-    run: PassFn
-    options: tuple[Option, ...] = ()
+class ModulePass:
+    """A pass, as xDSL's ``ModulePass``: a frozen dataclass whose fields are its options.
 
-    def option(self, name: str) -> Option:
-        for option in self.options:
-            if option.name == name:
-                return option
-        valid = ", ".join(o.name for o in self.options) or "none"
-        raise PipelineError(f"unknown option '{name}' for pass '{self.name}' (options: {valid})")
+    A subclass sets ``name`` and ``description``, declares its options as typed fields
+    (``option(default, help, choices)``) and implements ``apply``. Constructing it validates
+    every option (choices, then the pass's own ``validate``), so a pipeline, whether parsed
+    from text or built by ``Policy.passes()``, is checked before any IR is touched."""
 
-    def defaults(self) -> dict[str, Any]:
-        return {o.name: o.default for o in self.options}
+    name: ClassVar[str]
+    description: ClassVar[str]
 
+    def __post_init__(self) -> None:
+        for opt in self.options():
+            opt.check(self.name, getattr(self, opt.field))
+        self.validate()
 
-@dataclass(frozen=True)
-class PassInvocation:
-    """A pass with its options resolved, as one element of a pipeline."""
+    def validate(self) -> None:
+        """Checks beyond an option's choices; raise PipelineError."""
 
-    info: PassInfo
-    options: dict[str, Any]
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def options(cls) -> tuple[Option, ...]:
+        """The options, in field order, made from the dataclass fields and their types."""
+        return _options_of(cls)
+
+    @classmethod
+    def option(cls, name: str) -> Option:
+        for opt in cls.options():
+            if opt.name == name:
+                return opt
+        valid = ", ".join(o.name for o in cls.options()) or "none"
+        raise PipelineError(f"unknown option '{name}' for pass '{cls.name}' (options: {valid})")
+
+    @classmethod
+    def parse_options(cls, tokens: Sequence[str]) -> ModulePass:
+        """The pass with options from ``key=value`` tokens (a bool option may be bare)."""
+        values = {}
+        for token in tokens:
+            key, has_value, raw = token.partition("=")
+            opt = cls.option(key)
+            if not has_value:
+                if opt.type is not bool:
+                    raise PipelineError(f"option '{key}' of pass '{cls.name}' needs a value")
+                raw = "true"
+            values[opt.field] = opt.parse(cls.name, raw)
+        return cls(**values)
+
+    def text(self, spelled: Sequence[str] = ()) -> str:
+        """The pass in the textual syntax: its options that differ from their defaults,
+        and those named in ``spelled`` (Policy's pipeline spells out the data dtype)."""
+        shown = [f"{opt.name}={opt.render(value)}" for opt in self.options()
+                 if (value := getattr(self, opt.field)) != opt.default or opt.name in spelled]
+        return f"{self.name}{{{' '.join(shown)}}}" if shown else self.name
 
     def __str__(self) -> str:
-        changed = {k: v for k, v in self.options.items() if v != self.info.defaults()[k]}
-        if not changed:
-            return self.info.name
-        rendered = " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                            for k, v in changed.items())
-        return f"{self.info.name}{{{rendered}}}"
+        return self.text()
 
 
-PASSES: dict[str, PassInfo] = {}
+@functools.cache
+def _options_of(cls: type[ModulePass]) -> tuple[Option, ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple(Option(f.name.replace("_", "-"), f.name, hints[f.name], f.default,
+                        f.metadata.get("help", ""), f.metadata.get("choices"))
+                 for f in dataclasses.fields(cls))
 
 
-def register(info: PassInfo) -> PassInfo:
-    if info.name in PASSES:
-        raise ValueError(f"pass '{info.name}' registered twice")
-    PASSES[info.name] = info
-    return info
+PASSES: dict[str, type[ModulePass]] = {}
+
+P = TypeVar("P", bound=type[ModulePass])
+
+
+def register(cls: P) -> P:
+    """Class decorator: make the pass known to pipelines and ``scalify-hlo passes``."""
+    if cls.name in PASSES:
+        raise ValueError(f"pass '{cls.name}' registered twice")
+    PASSES[cls.name] = cls
+    return cls
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -199,7 +269,7 @@ def _split_top_level(text: str) -> list[str]:
     return parts
 
 
-def _parse_element(element: str) -> PassInvocation:
+def _parse_element(element: str) -> ModulePass:
     element = element.strip()
     if not element:
         raise PipelineError("empty pass name in pipeline")
@@ -207,28 +277,19 @@ def _parse_element(element: str) -> PassInvocation:
     name = name.strip()
     if rest and not rest.rstrip().endswith("}"):
         raise PipelineError(f"expected '}}' at the end of the options of pass '{name}'")
-    info = PASSES.get(name)
-    if info is None:
+    cls = PASSES.get(name)
+    if cls is None:
         known = ", ".join(sorted(PASSES))
         raise PipelineError(f"unknown pass '{name}' (known passes: {known})")
-    options = info.defaults()
     body = rest.rstrip()[:-1] if rest else ""
     try:
         tokens = shlex.split(body)
     except ValueError as exc:
         raise PipelineError(f"cannot parse the options of pass '{name}': {exc}") from None
-    for token in tokens:
-        key, has_value, raw = token.partition("=")
-        option = info.option(key)
-        if not has_value:
-            if option.type is not bool:
-                raise PipelineError(f"option '{key}' of pass '{name}' needs a value")
-            raw = "true"
-        options[key] = option.parse(name, raw)
-    return PassInvocation(info, options)
+    return cls.parse_options(tokens)
 
 
-def parse_pipeline(text: str) -> list[PassInvocation]:
+def parse_pipeline(text: str) -> list[ModulePass]:
     """Parse ``a,b{k=v k2=v2},c``; an optional ``builtin.module(...)`` wrapper is accepted."""
     text = text.strip()
     if text.startswith("builtin.module(") and text.endswith(")"):
@@ -238,12 +299,17 @@ def parse_pipeline(text: str) -> list[PassInvocation]:
     return [_parse_element(part) for part in _split_top_level(text)]
 
 
-AfterPassHook = Callable[[PassInvocation, ir.Module], None]
+def print_pipeline(passes: Sequence[ModulePass]) -> str:
+    """The textual pipeline that ``parse_pipeline`` reads back as ``passes``."""
+    return ",".join(str(p) for p in passes)
+
+
+AfterPassHook = Callable[[ModulePass, ir.Module], None]
 
 
 def run_pipeline(
     module: ir.Module,
-    pipeline: Sequence[PassInvocation],
+    pipeline: Sequence[ModulePass],
     context: PassContext,
     after_pass: AfterPassHook | None = None,
     verify_each: bool = False,
@@ -254,14 +320,14 @@ def run_pipeline(
     every pass instead, so that an invalid module is blamed on the pass that made it; off by
     default because a verify of the rewritten module costs more than most passes."""
     try:
-        for invocation in pipeline:
-            invocation.info.run(module, invocation.options, context)
+        for module_pass in pipeline:
+            module_pass.apply(module, context)
             if verify_each:
-                _verify(module, f"pass '{invocation.info.name}'")
+                _verify(module, f"pass '{module_pass.name}'")
             if after_pass is not None:
-                after_pass(invocation, module)
+                after_pass(module_pass, module)
         if pipeline and not verify_each:
-            names = ",".join(invocation.info.name for invocation in pipeline)
+            names = ",".join(module_pass.name for module_pass in pipeline)
             _verify(module, f"pipeline '{names}'", " (--verify-each names the pass)")
     finally:
         context._location_texts.clear()  # no IR handle outlives the pipeline's context

@@ -12,30 +12,26 @@ factor from data to scale.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import ops_named
-from scalify_hlo.rewrites.op_table import Family, ops_in_family
-from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
-from scalify_hlo.rewrites.scope import RESCALE_ATTR, RESCALE_DRIFTING_ATTR
 
 from scalify_hlo.errors import PipelineError
 from scalify_hlo.name_stack import is_backward
-from scalify_hlo.policy import RESCALE_METHODS, RESCALE_POINTS, SCALE_ROUNDINGS
+from scalify_hlo.rewrites.emitter import ops_named
+from scalify_hlo.rewrites.op_table import Family, ops_in_family
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
+from scalify_hlo.rewrites.scope import RESCALE_ATTR, RESCALE_DRIFTING_ATTR
 from scalify_hlo.symbols import entry_function
+
+# The pass's option choices (Policy.rescale_at, rescale_method, scale_rounding).
+RESCALE_POINTS = ("dot-outputs", "gradients", "outputs", "drifting-outputs")
+RESCALE_METHODS = ("amax", "rms")
+SCALE_ROUNDINGS = ("nearest", "up")
 
 _DOTS = ops_in_family(Family.DOT)
 _GRADIENT_PRODUCERS = _DOTS + ("stablehlo.reduce",)
-
-
-def _points(raw: str) -> set[str]:
-    points = {p.strip() for p in raw.split(",") if p.strip()}
-    unknown = points - set(RESCALE_POINTS)
-    if unknown:
-        raise PipelineError(f"unknown rescale point '{sorted(unknown)[0]}' for pass 'rescale' "
-                            f"(points: {', '.join(RESCALE_POINTS)})")
-    return points
 
 
 def mark_rescale_points(module: ir.Module, points: set[str], method: str,
@@ -57,22 +53,26 @@ def mark_rescale_points(module: ir.Module, points: set[str], method: str,
     return len(marked)
 
 
-def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-    count = mark_rescale_points(module, _points(options["at"]), options["method"],
-                                options["rounding"])
-    context.bump("rescale.points", count)
+@register
+@dataclass(frozen=True)
+class Rescale(ModulePass):
+    name: ClassVar[str] = "rescale"
+    description: ClassVar[str] = (
+        "Mark where scalify recomputes scales from the data at run time (amax or RMS, rounded "
+        "to a power of two); run it before scalify.")
 
+    at: tuple[str, ...] = option(("dot-outputs",), "comma-separated points: "
+                                 + ", ".join(RESCALE_POINTS))
+    method: str = option("amax", "statistic the new scale comes from", RESCALE_METHODS)
+    rounding: str = option("nearest", "power of two the statistic is rounded to: nearest, or "
+                           "up (data amax stays <= 1)", SCALE_ROUNDINGS)
 
-RESCALE = register(PassInfo(
-    name="rescale",
-    description="Mark where scalify recomputes scales from the data at run time (amax or RMS, "
-                "rounded to a power of two); run it before scalify.",
-    run=_run,
-    options=(
-        Option("at", str, "dot-outputs", "comma-separated points: " + ", ".join(RESCALE_POINTS)),
-        Option("method", str, "amax", "statistic the new scale comes from",
-               choices=RESCALE_METHODS),
-        Option("rounding", str, "nearest", "power of two the statistic is rounded to: nearest, "
-               "or up (data amax stays <= 1)", choices=SCALE_ROUNDINGS),
-    ),
-))
+    def validate(self) -> None:
+        unknown = sorted(set(self.at) - set(RESCALE_POINTS))
+        if unknown:
+            raise PipelineError(f"unknown rescale point '{unknown[0]}' for pass 'rescale' "
+                                f"(points: {', '.join(RESCALE_POINTS)})")
+
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        count = mark_rescale_points(module, set(self.at), self.method, self.rounding)
+        context.bump("rescale.points", count)

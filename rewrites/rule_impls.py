@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import (
     dtype_name,
     element_type,
@@ -38,7 +39,6 @@ from scalify_hlo.rewrites.rule_support import (
 from scalify_hlo.rewrites.rules_control_flow import rule_case, rule_optimization_barrier, rule_while
 from scalify_hlo.rewrites.rules_pick import rule_choose, rule_compare, rule_select
 from scalify_hlo.rewrites.scope import Scaled, Scope
-
 from scalify_hlo.scale import (
     ONE,
     Scale,

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type
 from scalify_hlo.rewrites.regions import clone_region_retyped
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
-
 from scalify_hlo.scale import ONE, Scale
 
 

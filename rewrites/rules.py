@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites import collectives
 from scalify_hlo.rewrites import rule_impls as impl
 from scalify_hlo.rewrites.op_table import OPS, Family

@@ -5,6 +5,7 @@ yields and results; an optimization barrier passes the data and keeps scales sym
 from __future__ import annotations
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import attributes_of, defining_op, splat_scalar
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.scope import Scaled, Scope

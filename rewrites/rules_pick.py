@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import Emitter, attributes_of
 from scalify_hlo.rewrites.rule_support import (
     bind_results,
@@ -16,7 +17,6 @@ from scalify_hlo.rewrites.rule_support import (
     same_scale,
 )
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
-
 from scalify_hlo.scale import ONE, Scale
 
 

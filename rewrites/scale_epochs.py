@@ -27,12 +27,14 @@ reduction its epoch starts from.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
 from scalify_hlo.rewrites.op_table import Trait, ops_with
-from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 
 # Scalars per packed vector (see loop_scales.PACK: XLA:CPU runs a concatenate of more
 # operands as a kernel per operand).
@@ -209,15 +211,14 @@ def materialize_scales(module: ir.Module) -> int:
                for func in ops_named(module.operation, "func.func") if func.regions[0].blocks)
 
 
-def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-    context.bump("materialize-scales.packed", materialize_scales(module))
+@register
+@dataclass(frozen=True)
+class MaterializeScales(ModulePass):
+    name: ClassVar[str] = "materialize-scales"
+    description: ClassVar[str] = (
+        "Compute a block's scalar scale arithmetic once per scale epoch (after the non-scalar "
+        "op it depends on last) and hand it to its users through packed vectors, which XLA "
+        "reads instead of copying the chain into every fusion (part of simplify).")
 
-
-MATERIALIZE_SCALES = register(PassInfo(
-    name="materialize-scales",
-    description="Compute a block's scalar scale arithmetic once per scale epoch (after the "
-                "non-scalar op it depends on last) and hand it to its users through packed "
-                "vectors, which XLA reads instead of copying the chain into every fusion "
-                "(part of simplify).",
-    run=_run,
-))
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        context.bump("materialize-scales.packed", materialize_scales(module))

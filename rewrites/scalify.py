@@ -8,15 +8,20 @@ they are. Calls are inlined first, then the body is rebuilt op by op from ``rule
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 from jax.extend.mlir import ir
+
+from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES
+from scalify_hlo.errors import RewriteError
+from scalify_hlo.names import ORIGINAL_TYPE_ATTR
 from scalify_hlo.rewrites import rule_impls
 from scalify_hlo.rewrites.drift import compounding_constant_adds
 from scalify_hlo.rewrites.emitter import dtype_name, float_type, is_scalable_type
 from scalify_hlo.rewrites.hand_back import handed_back
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
-from scalify_hlo.rewrites.registry import Option, PassContext, PassInfo, register
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scope import (
     RESCALE_ATTR,
@@ -28,13 +33,12 @@ from scalify_hlo.rewrites.scope import (
 from scalify_hlo.rewrites.signature_split import SignatureSplit, returned_values, scale_location
 from scalify_hlo.rewrites.sqrt_encoding import root_from_square, square_from_root
 from scalify_hlo.rewrites.square_values import wide_values
-
-from scalify_hlo.errors import RewriteError
-from scalify_hlo.names import ORIGINAL_TYPE_ATTR
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 
-DATA_DTYPES = ("f32", "f16", "bf16")
-_DTYPE_ALIASES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+# The pass's option choices (Policy.square_encoding, square_rounding).
+COMMON_SCALES = ("auto", "max", "first")
+SQUARE_ENCODINGS = ("auto", "sqrt", "none")
+SQUARE_ROUNDINGS = ("nearest", "stochastic")
 
 
 def scalify_function(func: ir.Operation, state: ScalifyState,
@@ -116,7 +120,7 @@ def resolve_square_dtype(raw: str, data_dtype: str) -> str | None:
 
 
 def data_dtype_name(raw: str) -> str:
-    name = _DTYPE_ALIASES.get(raw, raw)
+    name = DATA_DTYPE_ALIASES.get(raw, raw)
     if name not in DATA_DTYPES:
         raise RewriteError(f"unsupported data dtype '{raw}' (use one of {', '.join(DATA_DTYPES)})")
     return name
@@ -195,37 +199,35 @@ def _boundary_squares(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Valu
             | {v for v in results if str(v.type) in arg_types})
 
 
-def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-    scalify_module(module, options["data-dtype"], options["strict"], context,
-                   options["common-scale"], options["square-dtype"],
-                   options["square-encoding"], options["square-rounding"])
+@register
+@dataclass(frozen=True)
+class Scalify(ModulePass):
+    name: ClassVar[str] = "scalify"
+    description: ClassVar[str] = (
+        "Split every floating tensor into (data, scale) with a power-of-two scale and "
+        "propagate scales through every op (calls are inlined first).")
 
+    data_dtype: str = option("f16", "element type of the data halves",
+                             DATA_DTYPES + tuple(DATA_DTYPE_ALIASES))
+    strict: bool = option(False, "make an op without a scale rule an error, not a warning")
+    common_scale: str = option(
+        "auto", "scale that add, select, concatenate... bring their operands to when runtime "
+        "scales differ: max, first (an operand's: the first that is an argument's or carry's "
+        "own, else the first), or auto (max for f16 data, first otherwise)", COMMON_SCALES)
+    square_dtype: str = option(
+        "auto", "data type of squares and of what they are added to (Adam's second moment): "
+        "f16 cannot hold the square of a tensor whose entries span more than 12 binades; "
+        "auto: f32 for f16 data, else the data type",
+        ("auto",) + DATA_DTYPES + tuple(DATA_DTYPE_ALIASES))
+    square_encoding: str = option(
+        "auto", "how squares cross the entry boundary (the second moment between steps): "
+        "sqrt (data holds the signed square root, in the data dtype), none (as they are "
+        "computed), or auto (sqrt for f16 data with square-dtype=auto)", SQUARE_ENCODINGS)
+    square_rounding: str = option(
+        "nearest", "how a square's root is rounded to the data dtype at the boundary: "
+        "nearest, or stochastic (unbiased: a moving average's changes below half an ulp are "
+        "kept in expectation)", SQUARE_ROUNDINGS)
 
-SCALIFY = register(PassInfo(
-    name="scalify",
-    description="Split every floating tensor into (data, scale) with a power-of-two scale and "
-                "propagate scales through every op (calls are inlined first).",
-    run=_run,
-    options=(
-        Option("data-dtype", str, "f16", "element type of the data halves",
-               choices=DATA_DTYPES + tuple(_DTYPE_ALIASES)),
-        Option("strict", bool, False, "make an op without a scale rule an error, not a "
-               "warning"),
-        Option("common-scale", str, "auto", "scale that add, select, concatenate... bring "
-               "their operands to when runtime scales differ: max, first (an operand's: the "
-               "first that is an argument's or carry's own, else the first), or auto "
-               "(max for f16 data, first otherwise)", choices=("auto", "max", "first")),
-        Option("square-dtype", str, "auto", "data type of squares and of what they are added "
-               "to (Adam's second moment): f16 cannot hold the square of a tensor whose entries "
-               "span more than 12 binades; auto: f32 for f16 data, else the data type",
-               choices=("auto",) + DATA_DTYPES + tuple(_DTYPE_ALIASES)),
-        Option("square-encoding", str, "auto", "how squares cross the entry boundary (the "
-               "second moment between steps): sqrt (data holds the signed square root, in "
-               "the data dtype), none (as they are computed), or auto (sqrt for f16 data "
-               "with square-dtype=auto)", choices=("auto", "sqrt", "none")),
-        Option("square-rounding", str, "nearest", "how a square's root is rounded to the "
-               "data dtype at the boundary: nearest, or stochastic (unbiased: a moving "
-               "average's changes below half an ulp are kept in expectation)",
-               choices=("nearest", "stochastic")),
-    ),
-))
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        scalify_module(module, self.data_dtype, self.strict, context, self.common_scale,
+                       self.square_dtype, self.square_encoding, self.square_rounding)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 from jax.extend.mlir import ir
+
+from scalify_hlo.errors import RewriteError
+from scalify_hlo.ir import short_location
 from scalify_hlo.rewrites.common_scale import CommonScale
 from scalify_hlo.rewrites.dynamic_rescale import Rescaler
 from scalify_hlo.rewrites.emitter import Emitter, splat_constant_value, with_element_type
@@ -22,9 +25,6 @@ from scalify_hlo.rewrites.scalify_state import (
 )
 from scalify_hlo.rewrites.type_converter import TypeConverter
 from scalify_hlo.rewrites.walk import Walker, describe_runtime
-
-from scalify_hlo.errors import RewriteError
-from scalify_hlo.ir import short_location
 from scalify_hlo.scale import Scale
 
 __all__ = ["RESCALE_ATTR", "RESCALE_DRIFTING_ATTR", "Mapped", "Scaled",

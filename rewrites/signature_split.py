@@ -7,8 +7,6 @@ from __future__ import annotations
 import re
 
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import is_scalable_type
-from scalify_hlo.rewrites.scope import Scope
 
 from scalify_hlo.flat_pairs import flat_positions
 from scalify_hlo.names import (
@@ -20,6 +18,8 @@ from scalify_hlo.names import (
     argument_names,
     half_name,
 )
+from scalify_hlo.rewrites.emitter import is_scalable_type
+from scalify_hlo.rewrites.scope import Scope
 
 _SDY_MESH_RE = re.compile(r"#sdy\.sharding<(@[\w.$-]+|mesh<[^>]*>)")
 

@@ -6,9 +6,11 @@ to the same type and duplicated constants or broadcasts, which this pass removes
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import (
     Emitter,
     attributes_of,
@@ -19,7 +21,7 @@ from scalify_hlo.rewrites.emitter import (
 from scalify_hlo.rewrites.inline import may_have_dead_symbols
 from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
-from scalify_hlo.rewrites.registry import PassContext, PassInfo, register
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 
 
 def _trivial_result(op: ir.Operation) -> ir.Value | None:
@@ -148,28 +150,27 @@ def transpose_before_scaling(module: ir.Module, ops: list[ir.Operation] | None =
     return moved
 
 
-def _run(module: ir.Module, options: dict[str, Any], context: PassContext) -> None:
-    ops = _collect(module)
-    # Split before anything is erased: an erased op must not be touched again.
-    transposes = [op for op in ops if op.name == "stablehlo.transpose"]
-    candidates = [op for op in ops if op.name in _IDENTITY_CANDIDATES]
-    has_loops = any(op.name == "stablehlo.while" for op in ops)
-    context.bump("simplify.identities-dropped", drop_identities(module, candidates))
-    context.bump("simplify.factors-sunk", sink_scale_factors(module, candidates))
-    context.bump("simplify.transposes-moved", transpose_before_scaling(module, transposes))
-    run_mlir_pipeline(module, "canonicalize,cse,symbol-dce" if may_have_dead_symbols(module)
-                      else "canonicalize,cse")  # symbol-dce could remove nothing: skipped
-    if has_loops:  # after CSE, so that equal scale values in a loop are hoisted once
-        hoisted = hoist_loop_scales(module)
-        context.bump("simplify.loop-scales-hoisted", hoisted)
-        if hoisted:
-            run_mlir_pipeline(module, "cse")
+@register
+@dataclass(frozen=True)
+class Simplify(ModulePass):
+    name: ClassVar[str] = "simplify"
+    description: ClassVar[str] = (
+        "Drop multiplications by one and no-op converts, canonicalize, CSE and remove dead "
+        "private functions, then hoist loop-invariant scale arithmetic out of while loops.")
 
-
-SIMPLIFY = register(PassInfo(
-    name="simplify",
-    description="Drop multiplications by one and no-op converts, canonicalize, CSE and "
-                "remove dead private functions, then hoist loop-invariant scale arithmetic "
-                "out of while loops.",
-    run=_run,
-))
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        ops = _collect(module)
+        # Split before anything is erased: an erased op must not be touched again.
+        transposes = [op for op in ops if op.name == "stablehlo.transpose"]
+        candidates = [op for op in ops if op.name in _IDENTITY_CANDIDATES]
+        has_loops = any(op.name == "stablehlo.while" for op in ops)
+        context.bump("simplify.identities-dropped", drop_identities(module, candidates))
+        context.bump("simplify.factors-sunk", sink_scale_factors(module, candidates))
+        context.bump("simplify.transposes-moved", transpose_before_scaling(module, transposes))
+        run_mlir_pipeline(module, "canonicalize,cse,symbol-dce" if may_have_dead_symbols(module)
+                          else "canonicalize,cse")  # symbol-dce could remove nothing: skipped
+        if has_loops:  # after CSE, so that equal scale values in a loop are hoisted once
+            hoisted = hoist_loop_scales(module)
+            context.bump("simplify.loop-scales-hoisted", hoisted)
+            if hoisted:
+                run_mlir_pipeline(module, "cse")

@@ -5,8 +5,8 @@ decoded by squaring on entry, encoded (nearest or stochastic rounding) on exit.
 from __future__ import annotations
 
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.scope import Scaled, Scope
 
+from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.scale import Scale
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jax.extend.mlir import ir
+
 from scalify_hlo.rewrites.emitter import (
     Types,
     defining_op,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scalify_hlo._checkout import find_checkout_folders
+
 __version__ = "0.1.0"
 
 __all__ = ["Policy", "Report", "ScaledArray", "ScaledStep", "as_scaled", "compile_scaled",
@@ -25,6 +27,9 @@ _LAZY = {
     "scale_tree": "scalify_hlo.scaled_array",
     "unscale_tree": "scalify_hlo.scaled_array",
 }
+
+
+find_checkout_folders()  # Python run in a checkout finds scalify_hlo.rewrites in rewrites/
 
 
 def __getattr__(name: str) -> Any:

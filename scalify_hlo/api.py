@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from jax.extend.mlir import ir
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.policy import DEFAULT_PIPELINE
 from scalify_hlo.rewrites import (
-    DEFAULT_PIPELINE,
+    ModulePass,
     PassContext,
-    PassInvocation,
     Record,
     parse_pipeline,
     run_pipeline,
@@ -56,7 +56,7 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 def rewrite_module_source(
     source: str | bytes,
-    pipeline: str | list[PassInvocation] = DEFAULT_PIPELINE,
+    pipeline: str | Sequence[ModulePass] = DEFAULT_PIPELINE,
     *,
     filename: str = "-",
     line_offset: int = 0,
@@ -85,7 +85,7 @@ def rewrite_module_source(
     User errors come back in ``ChunkResult.error`` rather than raised, so that a multi-chunk
     input can report one chunk's failure and still process the others.
     """
-    invocations = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+    passes = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
     result = ChunkResult(output=None)
     if records:
         result.context.records = []
@@ -95,11 +95,11 @@ def rewrite_module_source(
             if count_ops:
                 result.ops_before = hlo_ir.count_ops(module)
 
-            def after(invocation: PassInvocation, current) -> None:
+            def after(module_pass: ModulePass, current) -> None:
                 if dump_after_pass is not None:
-                    dump_after_pass(str(invocation), hlo_ir.module_to_text(current, debug_info))
+                    dump_after_pass(str(module_pass), hlo_ir.module_to_text(current, debug_info))
 
-            run_pipeline(module, invocations, result.context, after, verify_each)
+            run_pipeline(module, passes, result.context, after, verify_each)
             if count_ops:
                 result.ops_after = hlo_ir.count_ops(module)
             if inspect is not None:

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalify_hlo import ir as hlo_ir
+from scalify_hlo.dtypes import DATA_DTYPES, FLOAT_DTYPES
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.flat_pairs import flat_positions, flat_size
 from scalify_hlo.names import label
 from scalify_hlo.scaled_array import check_scale, is_pow2, split_scale
 from scalify_hlo.signature import (
     ELEMENT_DTYPES,
-    FLOAT_DTYPES,
     EntrySignature,
     TensorSpec,
     entry_signature,
@@ -39,8 +39,6 @@ from scalify_hlo.signature import (
     split_inputs,
 )
 
-# Data dtypes a scaled rewrite can have (``scalify{data-dtype=...}``).
-_DATA_DTYPES = ("f32", "f16", "bf16")
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _NPY_MAGIC = b"\x93NUMPY"
 _NAME_RE = re.compile(r"^(?:arr_|arg)(\d+)$")
@@ -232,7 +230,7 @@ def _scaled_match(specs: tuple[TensorSpec, ...],
     for spec, position in zip(specs, flat_positions(s.is_scaled for s in specs), strict=True):
         if spec.is_scaled:
             data, scale = flat[position], flat[position + 1]
-            if (data.shape != spec.shape or data.element not in _DATA_DTYPES
+            if (data.shape != spec.shape or data.element not in DATA_DTYPES
                     or scale != TensorSpec((), "f32")):
                 return None
             dtypes.append(data.element)
@@ -263,7 +261,7 @@ def scaled_data_dtype(original: EntrySignature, candidate: EntrySignature) -> st
     dtypes = scaled_data_dtypes(original, candidate)
     if dtypes is None:
         return None
-    distinct = sorted({d for d in dtypes if d is not None}) or [_DATA_DTYPES[0]]
+    distinct = sorted({d for d in dtypes if d is not None}) or [DATA_DTYPES[0]]
     return "+".join(distinct)
 
 

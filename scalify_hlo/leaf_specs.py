@@ -13,16 +13,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend.mlir import ir
 
+from scalify_hlo.dtypes import DATA_NUMPY_DTYPES
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.flat_pairs import flat_positions
 from scalify_hlo.scaled_array import ScaledArray, is_scaled_leaf
 from scalify_hlo.symbols import entry_function
 
-_SCALED_DTYPES = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
-
 
 def is_scaled_dtype(dtype: Any) -> bool:
-    return jnp.dtype(dtype) in _SCALED_DTYPES
+    return jnp.dtype(dtype) in DATA_NUMPY_DTYPES
 
 
 def is_key(value: Any) -> bool:

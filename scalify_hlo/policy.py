@@ -1,28 +1,34 @@
 """The precision policy: what a user chooses, turned into a pass pipeline.
 
-A ``Policy`` is the Python face of the pass options; ``Policy().pipeline()`` is the default
-recipe that ``scalify-hlo rewrite`` runs without ``--pipeline``.
+A ``Policy`` is the Python face of the pass options: ``Policy().passes()`` are the pass
+objects, ``Policy().pipeline()`` the same as text, the default recipe that
+``scalify-hlo rewrite`` runs without ``--pipeline``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES, FP8_FORMAT_ALIASES, FP8_FORMATS
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.rewrites import ModulePass
+from scalify_hlo.rewrites.fp8_dots import SCALINGS as FP8_SCALINGS
+from scalify_hlo.rewrites.fp8_dots import Fp8Dots
+from scalify_hlo.rewrites.inline import Inline
+from scalify_hlo.rewrites.rescale import (
+    RESCALE_METHODS,
+    RESCALE_POINTS,
+    SCALE_ROUNDINGS,
+    Rescale,
+)
+from scalify_hlo.rewrites.scalify import SQUARE_ENCODINGS, SQUARE_ROUNDINGS, Scalify
+from scalify_hlo.rewrites.simplify import Simplify
 
-DATA_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16",
-               "f32": "f32", "bf16": "bf16", "f16": "f16"}
-FP8_FORMATS = {"float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2",
-               "f8E4M3FN": "f8E4M3FN", "f8E5M2": "f8E5M2"}
-FP8_SCALINGS = ("amax", "none")
-RESCALE_POINTS = ("dot-outputs", "gradients", "outputs", "drifting-outputs")
-RESCALE_METHODS = ("amax", "rms")
-SCALE_ROUNDINGS = ("nearest", "up")
-SQUARE_ENCODINGS = ("auto", "sqrt", "none")
-SQUARE_ROUNDINGS = ("nearest", "stochastic")
+# A field's name (user-facing or MLIR) -> the MLIR name a pass option takes.
+_DATA_DTYPE_NAMES = DATA_DTYPE_ALIASES | {name: name for name in DATA_DTYPES}
+_FP8_FORMAT_NAMES = FP8_FORMAT_ALIASES | {name: name for name in FP8_FORMATS}
 
 
 @dataclass(frozen=True)
@@ -78,11 +84,11 @@ class Policy:
             default = ("gradients", "drifting-outputs") if self.data_dtype == "float16" else ()
             object.__setattr__(self, "rescale_at", default)
         object.__setattr__(self, "rescale_at", tuple(self.rescale_at))
-        if self.data_dtype not in DATA_DTYPES:
+        if self.data_dtype not in _DATA_DTYPE_NAMES:
             raise ScalifyError(f"unsupported data_dtype '{self.data_dtype}' "
                                f"(use float32, bfloat16 or float16)")
         for name in (self.forward_format, self.gradient_format):
-            if name not in FP8_FORMATS:
+            if name not in _FP8_FORMAT_NAMES:
                 raise ScalifyError(f"unsupported FP8 format '{name}' "
                                    f"(use float8_e4m3fn or float8_e5m2)")
         if self.fp8_scaling not in FP8_SCALINGS:
@@ -95,7 +101,7 @@ class Policy:
             raise ScalifyError(f"unknown rescale method '{self.rescale_method}' (amax or rms)")
         if self.scale_rounding not in SCALE_ROUNDINGS:
             raise ScalifyError(f"unknown scale rounding '{self.scale_rounding}' (nearest or up)")
-        if self.square_dtype != "auto" and self.square_dtype not in DATA_DTYPES:
+        if self.square_dtype != "auto" and self.square_dtype not in _DATA_DTYPE_NAMES:
             raise ScalifyError(f"unsupported square_dtype '{self.square_dtype}' "
                                f"(use auto, float32, bfloat16 or float16)")
         if self.square_encoding not in SQUARE_ENCODINGS:
@@ -106,6 +112,7 @@ class Policy:
                                f"(use {', '.join(SQUARE_ROUNDINGS)})")
         if self.min_dot_size < 0:
             raise ScalifyError("min_dot_size must be >= 0")
+        self.passes()  # what only the passes check (the exclude pattern) fails here too
 
     @classmethod
     def for_target(cls, name: str | None = None, **overrides: Any) -> Policy:
@@ -123,30 +130,35 @@ class Policy:
         fields = {"data_dtype": chosen.data_dtype, "fp8_dots": chosen.fp8_dots}
         return cls(**(fields | overrides))
 
-    def pipeline(self) -> str:
-        passes = ["inline"]
+    def passes(self) -> list[ModulePass]:
+        """The pass objects this policy runs, validated (``rewrite_module_source`` takes
+        them as they are)."""
+        passes: list[ModulePass] = [Inline()]
         if self.rescale_at:
-            passes.append(f"rescale{{at={','.join(self.rescale_at)} "
-                          f"method={self.rescale_method} rounding={self.scale_rounding}}}")
-        square = ("" if self.square_dtype == "auto"
-                  else f" square-dtype={DATA_DTYPES[self.square_dtype]}")
-        if self.square_encoding != "auto":
-            square += f" square-encoding={self.square_encoding}"
-        if self.square_rounding != "nearest":
-            square += f" square-rounding={self.square_rounding}"
-        passes.append(f"scalify{{data-dtype={DATA_DTYPES[self.data_dtype]}{square}}}")
+            passes.append(Rescale(at=self.rescale_at, method=self.rescale_method,
+                                  rounding=self.scale_rounding))
+        square_dtype = ("auto" if self.square_dtype == "auto"
+                        else _DATA_DTYPE_NAMES[self.square_dtype])
+        passes.append(Scalify(data_dtype=_DATA_DTYPE_NAMES[self.data_dtype],
+                              square_dtype=square_dtype, square_encoding=self.square_encoding,
+                              square_rounding=self.square_rounding))
         if self.fp8_dots:
-            options = [f"forward-format={FP8_FORMATS[self.forward_format]}",
-                       f"gradient-format={FP8_FORMATS[self.gradient_format]}"]
-            if self.fp8_scaling != "amax":
-                options.append(f"scaling={self.fp8_scaling}")
-            if self.min_dot_size:
-                options.append(f"min-size={self.min_dot_size}")
-            if self.exclude:
-                options.append(f"exclude={shlex.quote(self.exclude)}")
-            passes.append("fp8-dots{" + " ".join(options) + "}")
-        passes.append("simplify")
-        return ",".join(passes)
+            passes.append(Fp8Dots(forward_format=_FP8_FORMAT_NAMES[self.forward_format],
+                                  gradient_format=_FP8_FORMAT_NAMES[self.gradient_format],
+                                  scaling=self.fp8_scaling, min_size=self.min_dot_size,
+                                  exclude=self.exclude))
+        passes.append(Simplify())
+        return passes
 
+    def pipeline(self) -> str:
+        """The passes as pipeline text, spelling out the data dtype, the FP8 formats and
+        where, how and to what rescaling rounds even at their defaults, so that it reads in
+        full (``scalify-hlo rewrite --help`` shows the default)."""
+        return ",".join(p.text(_SPELLED_OUT.get(p.name, ())) for p in self.passes())
+
+
+# Options the policy's pipeline text names even at their defaults.
+_SPELLED_OUT = {"rescale": ("at", "method", "rounding"), "scalify": ("data-dtype",),
+                "fp8-dots": ("forward-format", "gradient-format")}
 
 DEFAULT_PIPELINE = Policy().pipeline()

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# Dtype facts, re-exported: the rewrites' scope reads them from here.
+from scalify_hlo.dtypes import EXPONENT_RANGES, LARGEST_FINITE  # noqa: F401
+
 # Static exponents stay where 2**exp is a normal f32: beyond that a scale would be 0 or inf.
-MIN_EXPONENT = -126
-MAX_EXPONENT = 127
+MIN_EXPONENT, MAX_EXPONENT = EXPONENT_RANGES["f32"]
 # The runtime exponent of a zero-filled loop operand (``rule_while``): far below any scale a
 # value reaches (a few hundred binades) and far from i32's limits, so that the runtime
 # maximum of scales ignores it and sums of a few of them cannot wrap. Exponents below
@@ -133,11 +135,6 @@ def saturate_exponent(exp: int) -> tuple[int, bool]:
     return clamped, clamped != exp
 
 
-# (smallest normal exponent, largest exponent) of each data dtype.
-EXPONENT_RANGES = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-14, 15)}
-# The largest finite value of each data dtype.
-LARGEST_FINITE = {"f32": float(np.finfo(np.float32).max), "bf16": 3.3895313892515355e38,
-                  "f16": 65504.0}
 
 
 def pow2_exponent_of_array(values: np.ndarray, data_dtype: str = "f32") -> int:

@@ -15,13 +15,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from scalify_hlo.dtypes import DATA_NUMPY_DTYPES, EXPONENT_RANGES
 from scalify_hlo.errors import ScalifyError
 
+# (smallest normal, largest) exponent of f32: the range of a scale.
+_F32_EXPONENTS = EXPONENT_RANGES["f32"]
 # An all-zero tensor's scale with f16 data: the smallest normal f32 power of two, so that a
 # zero-initialized moment never dominates a common (max) scale; its data is 0 at any scale.
 # f32/bf16 data take one operand's scale instead (scalify's common-scale=auto), where a
 # zero tensor is better at scale 1 so that what is added to it stays near unit scale.
-ZERO_SCALE = 2.0 ** -126
+ZERO_SCALE = 2.0 ** EXPONENT_RANGES["f32"][0]
 # A ScaledArray's encoding: "" (``value = data * scale``) or "sqrt" (the data holds the signed
 # square root: ``value = x * |x|`` with ``x = data * scale``; squares between steps, such as
 # Adam's second moment, see docs/scaled-signature.md).
@@ -179,7 +182,7 @@ def pow2_scale(x: Any, dtype: Any = jnp.float16) -> jax.Array:
     finite_count = jnp.sum(finite.astype(jnp.float32))
     nonzero_count = jnp.sum((values != 0).astype(jnp.float32))
     rms = jnp.sqrt(jnp.sum(values * values) / jnp.maximum(finite_count, 1.0))
-    exponent = jnp.clip(jnp.round(jnp.log2(jnp.where(rms > 0, rms, 1.0))), -126, 127)
+    exponent = jnp.clip(jnp.round(jnp.log2(jnp.where(rms > 0, rms, 1.0))), *_F32_EXPONENTS)
     # ldexp, not exp2: XLA's exp2 is not exact at most integer exponents.
     scale = jnp.ldexp(jnp.float32(1.0), exponent.astype(jnp.int32))
     all_zero = jnp.logical_and(finite_count > 0, nonzero_count == 0)
@@ -208,7 +211,7 @@ def as_scaled(x: Any, dtype: Any = jnp.float16, encoding: str | None = None) -> 
 
 
 # ----- scales that are not powers of two ----------------------------------------------------
-_MIN_NORMAL_EXPONENT, _MAX_EXPONENT = -126, 127
+_MIN_NORMAL_EXPONENT, _MAX_EXPONENT = _F32_EXPONENTS
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -297,8 +300,7 @@ def is_scalable(x: Any) -> bool:
     if isinstance(x, ScaledArray):
         return True
     dtype = getattr(x, "dtype", None)
-    return dtype is not None and jnp.dtype(dtype) in (
-        jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float32))
+    return dtype is not None and jnp.dtype(dtype) in DATA_NUMPY_DTYPES
 
 
 def is_scaled_leaf(x: Any) -> bool:

@@ -11,27 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-import ml_dtypes
 import numpy as np
 from jax.extend.mlir import ir
 
 from scalify_hlo import ir as hlo_ir
+from scalify_hlo.dtypes import DATA_DTYPES, ELEMENT_DTYPES, EXPONENT_RANGES
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.flat_pairs import flat_positions
 from scalify_hlo.names import ENCODING_ATTR, SQRT_ENCODING, string_attr
 from scalify_hlo.scaled_array import zero_tensor_scale
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
-
-FLOAT_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32,
-                "f64": np.float64, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
-                "f8E5M2": ml_dtypes.float8_e5m2}
-_INTEGER_DTYPES = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32,
-                   "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32,
-                   "ui64": np.uint64}
-# MLIR element type name -> numpy dtype, for every element type a host array can have.
-ELEMENT_DTYPES: dict[str, np.dtype] = {
-    name: np.dtype(t) for name, t in {**FLOAT_DTYPES, **_INTEGER_DTYPES}.items()}
-_SCALED = ("f16", "bf16", "f32")
 
 
 @dataclass(frozen=True)
@@ -41,7 +30,7 @@ class TensorSpec:
 
     @property
     def is_scaled(self) -> bool:
-        return self.element in _SCALED
+        return self.element in DATA_DTYPES
 
     @property
     def dtype(self) -> np.dtype:
@@ -150,7 +139,7 @@ def pow2_scale_of(x: np.ndarray, data_dtype: np.dtype | None = None) -> np.float
     rms = float(np.sqrt(np.mean(finite * finite))) if finite.size else 0.0
     if rms == 0.0 or not np.isfinite(rms):
         return np.float32(1.0)
-    exponent = int(np.clip(np.round(np.log2(rms)), -126, 127))
+    exponent = int(np.clip(np.round(np.log2(rms)), *EXPONENT_RANGES["f32"]))
     return np.float32(2.0 ** exponent)
 
 

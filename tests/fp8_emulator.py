@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites.emitter import read_dense
 
 from scalify_hlo import ir as hlo_ir
+from scalify_hlo.rewrites.emitter import read_dense
 from scalify_hlo.signature import ELEMENT_DTYPES
 from scalify_hlo.symbols import entry_function
 

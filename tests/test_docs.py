@@ -28,12 +28,13 @@ def test_the_readme_test_command_reports_what_ran() -> None:
 def test_every_default_pass_is_described() -> None:
     """The README's pass table and how-it-works describe each pass the default policy runs
     (fp8-dots and rescale were missing from both)."""
-    from scalify_hlo.rewrites import DEFAULT_PIPELINE, parse_pipeline
+    from scalify_hlo.policy import DEFAULT_PIPELINE
+    from scalify_hlo.rewrites import parse_pipeline
 
     readme = (ROOT / "README.md").read_text()
     how = (ROOT / "docs" / "how-it-works.md").read_text()
     diagram = how.split("```")[1]
-    for invocation in parse_pipeline(DEFAULT_PIPELINE):
-        name = invocation.info.name
+    for module_pass in parse_pipeline(DEFAULT_PIPELINE):
+        name = module_pass.name
         assert f"| `{name}` |" in readme, name
         assert f"**{name}**" in how and f"──{name}──" in diagram, name

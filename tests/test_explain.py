@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from scalify_hlo.cli.main import cli
-from scalify_hlo.rewrites import Record
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import rewrite_module_source
+from scalify_hlo.cli.main import cli
 from scalify_hlo.explain import Explanation, split_location
+from scalify_hlo.rewrites import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 MLP_STEP = ROOT / "testdata" / "steps" / "mlp_step.mlir"

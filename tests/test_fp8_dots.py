@@ -16,12 +16,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 from jax.extend.mlir import ir
-from scalify_hlo.rewrites import parse_pipeline
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import DEFAULT_PIPELINE, Policy
+from scalify_hlo.rewrites import ModulePass, parse_pipeline
+from scalify_hlo.rewrites.fp8_dots import Fp8Dots
+from scalify_hlo.rewrites.rescale import Rescale
 from scalify_hlo.runner import run_module
 from scalify_hlo.signature import (
     entry_signature,
@@ -217,30 +219,28 @@ def test_cli_stats_report_fp8_dots(gpt: Step, gpt_default: Rewritten, tmp_path: 
     ({"min_dot_size": -1}, "min_dot_size must be >= 0"),
     ({"scale_rounding": "down"}, "unknown scale rounding 'down'"),
     ({"fp8_scaling": "delayed"}, "unknown fp8_scaling 'delayed'"),
+    ({"exclude": "["}, "invalid exclude pattern '['"),  # checked by the pass, at construction
 ])
 def test_policy_rejects_bad_values(kwargs: dict, message: str) -> None:
     with pytest.raises(ScalifyError, match=re.escape(message)):
         Policy(**kwargs)
 
 
-def _options(pipeline: str) -> dict[str, dict]:
-    return {inv.info.name: inv.options for inv in parse_pipeline(pipeline)}
+def _passes(pipeline: str) -> dict[str, ModulePass]:
+    return {p.name: p for p in parse_pipeline(pipeline)}
 
 
 def test_default_policy_is_the_default_pipeline() -> None:
     assert Policy().pipeline() == DEFAULT_PIPELINE
-    invocations = parse_pipeline(DEFAULT_PIPELINE)
-    assert [inv.info.name for inv in invocations] == ["inline", "rescale", "scalify", "fp8-dots",
-                                                      "simplify"]
-    assert _options(DEFAULT_PIPELINE)["rescale"]["at"] == "gradients,drifting-outputs"
+    assert Policy().passes() == parse_pipeline(DEFAULT_PIPELINE)
+    passes = _passes(DEFAULT_PIPELINE)
+    assert list(passes) == ["inline", "rescale", "scalify", "fp8-dots", "simplify"]
+    assert passes["rescale"].at == ("gradients", "drifting-outputs")
     for data_dtype in ("float32", "bfloat16"):
         assert Policy(data_dtype=data_dtype).rescale_at == ()
-    options = _options(DEFAULT_PIPELINE)
-    assert options["scalify"]["data-dtype"] == "f16"
-    assert options["fp8-dots"]["forward-format"] == "f8E4M3FN"
-    assert options["fp8-dots"]["gradient-format"] == "f8E5M2"
-    assert options["fp8-dots"]["min-size"] == 0
-    assert options["fp8-dots"]["exclude"] == ""
+    assert passes["scalify"].data_dtype == "f16"
+    assert passes["fp8-dots"] == Fp8Dots(forward_format="f8E4M3FN", gradient_format="f8E5M2",
+                                         min_size=0, exclude="")
 
 
 def test_policy_options_round_trip_through_the_pipeline_parser() -> None:
@@ -248,14 +248,13 @@ def test_policy_options_round_trip_through_the_pipeline_parser() -> None:
                     gradient_format="f8E4M3FN", min_dot_size=4096, exclude="lm_head|embed",
                     rescale_at=("gradients", "outputs"), rescale_method="rms",
                     fp8_scaling="none")
-    options = _options(policy.pipeline())
-    assert list(options) == ["inline", "rescale", "scalify", "fp8-dots", "simplify"]
-    assert options["rescale"]["at"] == "gradients,outputs"
-    assert options["rescale"]["method"] == "rms"
-    assert options["scalify"]["data-dtype"] == "bf16"
-    assert options["fp8-dots"] == {"forward-format": "f8E5M2", "gradient-format": "f8E4M3FN",
-                                   "min-size": 4096, "exclude": "lm_head|embed",
-                                   "scaling": "none"}
+    passes = _passes(policy.pipeline())
+    assert list(passes) == ["inline", "rescale", "scalify", "fp8-dots", "simplify"]
+    assert passes["rescale"] == Rescale(at=("gradients", "outputs"), method="rms")
+    assert passes["scalify"].data_dtype == "bf16"
+    assert passes["fp8-dots"] == Fp8Dots(forward_format="f8E5M2", gradient_format="f8E4M3FN",
+                                         min_size=4096, exclude="lm_head|embed", scaling="none")
+    assert list(passes.values()) == policy.passes()
 
 
 @pytest.mark.parametrize("policy", [
@@ -266,15 +265,16 @@ def test_policy_options_round_trip_through_the_pipeline_parser() -> None:
     Policy(rescale_at=("dot-outputs",)),
 ], ids=["no-fp8", "f32-min-size", "exclude-space", "exclude-parens", "rescale"])
 def test_policy_pipelines_parse(policy: Policy) -> None:
-    options = _options(policy.pipeline())
-    assert ("fp8-dots" in options) == policy.fp8_dots
+    passes = _passes(policy.pipeline())
+    assert ("fp8-dots" in passes) == policy.fp8_dots
     if policy.exclude:
-        assert options["fp8-dots"]["exclude"] == policy.exclude
+        assert passes["fp8-dots"].exclude == policy.exclude
+    assert list(passes.values()) == policy.passes()
 
 
 def test_policy_exclude_backward_dots_pipeline_parses() -> None:
     policy = Policy(exclude=r"transpose\(")  # leave every backward dot alone
-    assert _options(policy.pipeline())["fp8-dots"]["exclude"] == r"transpose\("
+    assert _passes(policy.pipeline())["fp8-dots"].exclude == r"transpose\("
 
 
 _BACKWARD = """

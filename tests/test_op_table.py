@@ -8,6 +8,8 @@ not an op of the StableHLO dialect).
 from __future__ import annotations
 
 import pytest
+
+from scalify_hlo.ir import ir_context
 from scalify_hlo.rewrites.op_table import (
     CUSTOM_CALL_TARGETS,
     OPS,
@@ -20,8 +22,6 @@ from scalify_hlo.rewrites.op_table import (
     target_has_trait,
 )
 from scalify_hlo.rewrites.rules import FAMILY_RULES, RULES
-
-from scalify_hlo.ir import ir_context
 
 # Traits about float data: an op that has one must have a scale rule.
 _FLOAT_DATA_TRAITS = (Trait.SUMS, Trait.KEEPS_RANGE, Trait.JOINS_WIDE_CLASS,

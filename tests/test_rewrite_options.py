@@ -3,17 +3,18 @@ op counting (``--stats``) and ``--emit bytecode``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from click.testing import CliRunner
-from scalify_hlo.cli.main import cli
-from scalify_hlo.rewrites import PASSES, PassInfo
 
 from scalify_hlo.api import rewrite_module_source
+from scalify_hlo.cli.main import cli
 from scalify_hlo.ir import BYTECODE_MAGIC, EmitFormat
 from scalify_hlo.policy import DEFAULT_PIPELINE
+from scalify_hlo.rewrites import PASSES, ModulePass
 
 MODULE = """
 func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %i: tensor<4xi32>)
@@ -26,19 +27,23 @@ func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %i: tensor<4x
 """
 
 
-def _break(module: Any, options: dict[str, Any], context: Any) -> None:
-    """Return the i32 argument where main returns f32: a module the verifier rejects."""
-    main = module.body.operations[0]
-    block = main.regions[0].blocks[0]
-    ret = block.operations[len(block.operations) - 1]
-    ret.operands[0] = block.arguments[2]
+@dataclass(frozen=True)
+class _Break(ModulePass):
+    name: ClassVar[str] = "test-break"
+    description: ClassVar[str] = "breaks the module"
+
+    def apply(self, module: Any, context: Any) -> None:
+        """Return the i32 argument where main returns f32: a module the verifier rejects."""
+        main = module.body.operations[0]
+        block = main.regions[0].blocks[0]
+        ret = block.operations[len(block.operations) - 1]
+        ret.operands[0] = block.arguments[2]
 
 
 @pytest.fixture
 def breaking_pass(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setitem(PASSES, "test-break", PassInfo("test-break", "breaks the module",
-                                                       _break))
-    return "test-break"
+    monkeypatch.setitem(PASSES, _Break.name, _Break)
+    return _Break.name
 
 
 def test_pipeline_is_verified_once_at_the_end(breaking_pass: str) -> None:

@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from scalify_hlo.examples.char_gpt import GPT, GPTConfig
 
 from scalify_hlo.compile import compile_scaled
+from scalify_hlo.examples.char_gpt import GPT, GPTConfig
 from scalify_hlo.policy import Policy
 from scalify_hlo.scaled_array import unscale_tree
 from scalify_hlo.training.modes import make_train_step

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from scalify_hlo.cli.commands_demo import StepEta
 from scalify_hlo.examples.char_gpt import GPTConfig, gpt_task
 from scalify_hlo.examples.mnist_mlp import mlp_task
-
 from scalify_hlo.training.data import SHARED_DATA, load_digits, load_text
 from scalify_hlo.training.loop import RunResult, run
 from scalify_hlo.training.modes import mode, state_bytes

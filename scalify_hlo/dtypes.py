@@ -1,0 +1,49 @@
+"""The element-type facts every layer shares: which floats carry a (data, scale) pair, their
+numpy spellings and user-facing names, their exponent ranges, and the FP8 formats.
+
+One module at the bottom of the layering (no MLIR, no jax), so that the passes, the scaled
+signature and the Python API read one declaration instead of keeping copies in step.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+# The data dtypes of a scaled rewrite, by MLIR name, in the order options list them (f32 first:
+# the exact mode, and the dtype a host input defaults to).
+DATA_DTYPES = ("f32", "f16", "bf16")
+# User-facing names of the data dtypes (Policy fields, ``data-dtype=float16``), by MLIR name.
+DATA_DTYPE_ALIASES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+# The FP8 formats of dot operands, by MLIR name: the largest finite value (what a cast clamps
+# to) and the exponent an operand's amax is brought to: the largest binade that stays below it
+# (E4M3FN: [128, 256) <= 448; E5M2: [16384, 32768) <= 57344).
+FP8_MAX = {"f8E4M3FN": 448.0, "f8E5M2": 57344.0}
+FP8_FORMATS = tuple(FP8_MAX)
+FP8_TOP_EXPONENT = {"f8E4M3FN": 7, "f8E5M2": 14}
+# User-facing names of the FP8 formats (Policy fields), by MLIR name.
+FP8_FORMAT_ALIASES = {"float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2"}
+
+# MLIR float element type name -> numpy scalar type.
+FLOAT_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32,
+                "f64": np.float64, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
+                "f8E5M2": ml_dtypes.float8_e5m2}
+_INTEGER_DTYPES = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32,
+                   "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32,
+                   "ui64": np.uint64}
+# MLIR element type name -> numpy dtype, for every element type a host array can have.
+ELEMENT_DTYPES: dict[str, np.dtype] = {
+    name: np.dtype(t) for name, t in {**FLOAT_DTYPES, **_INTEGER_DTYPES}.items()}
+# The numpy dtypes of the data dtypes: the leaves a scaled signature splits.
+DATA_NUMPY_DTYPES = tuple(ELEMENT_DTYPES[name] for name in DATA_DTYPES)
+
+# (smallest normal exponent, largest exponent) of each data dtype.
+EXPONENT_RANGES = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-14, 15)}
+# The exponents of the powers of two a constant of each data dtype holds exactly: the normal
+# range, and for f16 its subnormals too (XLA keeps them; f32 and bf16 ones may be flushed).
+EXACT_POW2_EXPONENTS = {"f32": EXPONENT_RANGES["f32"], "bf16": EXPONENT_RANGES["bf16"],
+                        "f16": (-24, EXPONENT_RANGES["f16"][1])}
+# The largest finite value of each data dtype.
+LARGEST_FINITE = {"f32": float(np.finfo(np.float32).max), "bf16": 3.3895313892515355e38,
+                  "f16": 65504.0}
