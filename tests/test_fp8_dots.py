@@ -1,6 +1,6 @@
 """The fp8-dots pass end to end: a GPT-style training step, the CLI's statistics, the Policy
 that builds pipelines, and FP8 numerics on XLA:CPU (which emulates FP8; see DESIGN.md,
-"FP8 on real hardware"). The exact IR is pinned by the golden files in testdata/golden/fp8/.
+"FP8 on real hardware"). The exact IR is pinned by the golden files in testdata/golden/fp8-dots/.
 """
 
 from __future__ import annotations
@@ -423,7 +423,7 @@ def test_fp8_dot_of_data_far_from_unit_scale_keeps_its_bits() -> None:
 
 # --- the golden modules, run on XLA:CPU -------------------------------------------------------
 
-GOLDEN_FP8 = sorted((REPO_ROOT / "testdata" / "golden" / "fp8").glob("*.mlir"))
+GOLDEN_FP8 = sorted((REPO_ROOT / "testdata" / "golden" / "fp8-dots").glob("*.mlir"))
 # Chunks whose dot operands are computed from the inputs (a ReLU between two dots) are not on
 # the FP8 grid, so their casts round; everywhere else the rewrite must be exact.
 _ROUNDING_CHUNKS = {("forward.mlir", 3): 0.05}

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "testdata"))
 import models  # noqa: E402
 
-GOLDEN = ROOT / "testdata" / "golden" / "simplify" / "hoist-loop-scales.mlir"
+GOLDEN = ROOT / "testdata" / "golden" / "hoist-loop-scales" / "hoist-loop-scales.mlir"
 # Each case of the golden input, its function renamed @main for XLA.
 CASES = [re.sub(r"func\.func public @\w+", "func.func public @main", case)
          for case in GOLDEN.read_text().split("// -----")]

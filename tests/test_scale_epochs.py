@@ -19,7 +19,7 @@ from scalify_hlo.runner import compiled_hlo_text, run_module
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature, split_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "testdata" / "golden" / "simplify" / "materialize-scales.mlir"
+GOLDEN = ROOT / "testdata" / "golden" / "materialize-scales" / "materialize-scales.mlir"
 CASES = [re.sub(r"func\.func public @\w+", "func.func public @main", case)
          for case in GOLDEN.read_text().split("// -----")]
 NOTHING_TO_PACK = 1  # the @lone case
