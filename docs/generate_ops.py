@@ -32,9 +32,10 @@ def golden_files_by_op() -> dict[str, list[str]]:
 
 
 def render() -> str:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from op_cases import covering_cases
+    sys.path.insert(0, str(ROOT))  # the checkout's `tests` package, as pytest imports it
     from scalify_hlo.rewrites.rules import INLINED_OPS, RULES
+
+    from tests.op_cases import covering_cases
 
     cases = covering_cases()
     goldens = golden_files_by_op()

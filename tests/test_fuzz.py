@@ -14,7 +14,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from fuzz_cases import (
+
+from tests.fuzz_cases import (
     FAILURES,
     MUTATIONS,
     Case,
