@@ -42,11 +42,10 @@ def traits_of(traits: Iterable[Enum]) -> str:
 
 
 def render() -> str:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from op_cases import covering_cases
-
+    sys.path.insert(0, str(ROOT))  # the checkout's `tests` package, as pytest imports it
     from scalify_hlo.rewrites.op_table import CUSTOM_CALL_TARGETS, OPS, Trait
     from scalify_hlo.rewrites.rules import INLINED_OPS, RULES
+    from tests.op_cases import covering_cases
 
     cases = covering_cases()
     goldens = golden_files_by_op()

@@ -1,7 +1,8 @@
 """Training steps of the common model families, small, written the way Flax users write them.
 
-Pure JAX + Flax linen + optax, no project imports, so tests and benchmarks load it by path
-(``sys.path.insert(0, "testdata"); import model_families``). Each factory returns a
+Pure JAX + Flax linen + optax, no project imports: tests import it as
+``from testdata import model_families`` (pytest puts the repository root on the path) and
+benchmarks load it by path. Each factory returns a
 ``Family(step, state, batches)``:
 
 * ``step(state, *batch) -> (state, loss)``: one training step; ``state`` is a Flax

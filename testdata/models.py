@@ -1,7 +1,7 @@
 """Sample JAX training steps that tests and benchmarks export to StableHLO.
 
-Pure JAX + optax, no project imports, so tests can load it by path
-(``sys.path.insert(0, "testdata"); import models``). Each factory returns
+Pure JAX + optax, no project imports: tests import it as ``from testdata import models``
+(pytest puts the repository root on the path) and benchmarks load it by path. Each factory returns
 ``(step_fn, example_args)``: ``example_args`` is a tuple of pytrees of concrete
 float32/int32 arrays, deterministic in ``seed``, and ``step_fn(*example_args)``
 returns the updated state followed by the scalar loss.

@@ -23,7 +23,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO_ROOT
+
 RUN_TIMEOUT_S = 300
 
 _RUN_RE = re.compile(r"//\s*RUN:(?P<command>.*)$", re.M)

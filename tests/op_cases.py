@@ -1243,53 +1243,37 @@ _case(
     _RW.format(init="0xFF800000", op="maximum", pad="0", s=2, o=2),
     _inputs(normal("1x4x4x2", specials=True)),
 )
-_case(
-    "select_and_scatter",
-    "stablehlo.select_and_scatter",
-    """
-    func.func public @main(%x: tensor<1x4x4x2xf32>, %g: tensor<1x2x2x2xf32>)
-        -> tensor<1x4x4x2xf32> {
+# The gradient of max pooling over 2x2 windows: g has n x n windows, at stride s.
+_SELECT_AND_SCATTER = """
+    func.func public @main(%x: tensor<1x4x4x2xf32>, %g: tensor<1x{n}x{n}x2xf32>)
+        -> tensor<1x4x4x2xf32> {{
       %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-      %0 = "stablehlo.select_and_scatter"(%x, %g, %zero) <{
+      %0 = "stablehlo.select_and_scatter"(%x, %g, %zero) <{{
           padding = dense<0> : tensor<4x2xi64>,
           window_dimensions = array<i64: 1, 2, 2, 1>,
-          window_strides = array<i64: 1, 2, 2, 1>}> ({
+          window_strides = array<i64: 1, {s}, {s}, 1>}}> ({{
       ^bb0(%a: tensor<f32>, %b: tensor<f32>):
         %1 = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
         stablehlo.return %1 : tensor<i1>
-      }, {
+      }}, {{
       ^bb0(%a: tensor<f32>, %b: tensor<f32>):
         %1 = stablehlo.add %a, %b : tensor<f32>
         stablehlo.return %1 : tensor<f32>
-      }) : (tensor<1x4x4x2xf32>, tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x4x4x2xf32>
+      }}) : (tensor<1x4x4x2xf32>, tensor<1x{n}x{n}x2xf32>, tensor<f32>) -> tensor<1x4x4x2xf32>
       return %0 : tensor<1x4x4x2xf32>
-    }
-    """,
+    }}
+    """
+_case(
+    "select_and_scatter",
+    "stablehlo.select_and_scatter",
+    _SELECT_AND_SCATTER.format(n=2, s=2),
     _inputs(normal("1x4x4x2"), loguniform("1x2x2x2", signed=True)),
     note="max-pool gradient: selection on x, scatter of g; x and g scales unrelated",
 )
 _case(
     "select_and_scatter_overlapping",
     "stablehlo.select_and_scatter",
-    """
-    func.func public @main(%x: tensor<1x4x4x2xf32>, %g: tensor<1x3x3x2xf32>)
-        -> tensor<1x4x4x2xf32> {
-      %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-      %0 = "stablehlo.select_and_scatter"(%x, %g, %zero) <{
-          padding = dense<0> : tensor<4x2xi64>,
-          window_dimensions = array<i64: 1, 2, 2, 1>,
-          window_strides = array<i64: 1, 1, 1, 1>}> ({
-      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
-        %1 = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
-        stablehlo.return %1 : tensor<i1>
-      }, {
-      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
-        %1 = stablehlo.add %a, %b : tensor<f32>
-        stablehlo.return %1 : tensor<f32>
-      }) : (tensor<1x4x4x2xf32>, tensor<1x3x3x2xf32>, tensor<f32>) -> tensor<1x4x4x2xf32>
-      return %0 : tensor<1x4x4x2xf32>
-    }
-    """,
+    _SELECT_AND_SCATTER.format(n=3, s=1),
     _inputs(normal("1x4x4x2"), normal("1x3x3x2")),
     note="overlapping windows: one position can receive several gradients",
 )
@@ -2051,14 +2035,8 @@ _case(
     """,
     _inputs(normal(std=3.0)),
 )
-_case(
-    "log_softmax_call",
-    ("func.call", "stablehlo.reduce", "stablehlo.exponential", "stablehlo.log"),
-    """
-    func.func public @main(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {
-      %0 = call @log_softmax(%arg0) : (tensor<3x4xf32>) -> tensor<3x4xf32>
-      return %0 : tensor<3x4xf32>
-    }
+# jax.nn.log_softmax as a private function, as JAX exports it (inlined before scalify).
+_LOG_SOFTMAX = """
     func.func private @log_softmax(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {
       %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
       %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.maximum across dimensions = [1]
@@ -2074,7 +2052,15 @@ _case(
       %7 = stablehlo.subtract %2, %6 : tensor<3x4xf32>
       return %7 : tensor<3x4xf32>
     }
-    """,
+"""
+_case(
+    "log_softmax_call",
+    ("func.call", "stablehlo.reduce", "stablehlo.exponential", "stablehlo.log"),
+    """
+    func.func public @main(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {
+      %0 = call @log_softmax(%arg0) : (tensor<3x4xf32>) -> tensor<3x4xf32>
+      return %0 : tensor<3x4xf32>
+    }""" + _LOG_SOFTMAX,
     _inputs(normal(std=3.0, specials=(-INF,))),
     note="a -inf logit must give -inf, not NaN",
 )
@@ -2283,23 +2269,7 @@ _case(
       %4 = stablehlo.divide %3, %n : tensor<f32>
       %5 = stablehlo.negate %4 : tensor<f32>
       return %5 : tensor<f32>
-    }
-    func.func private @log_softmax(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {
-      %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
-      %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.maximum across dimensions = [1]
-          : (tensor<3x4xf32>, tensor<f32>) -> tensor<3xf32>
-      %1 = stablehlo.broadcast_in_dim %0, dims = [0] : (tensor<3xf32>) -> tensor<3x4xf32>
-      %2 = stablehlo.subtract %arg0, %1 : tensor<3x4xf32>
-      %3 = stablehlo.exponential %2 : tensor<3x4xf32>
-      %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-      %4 = stablehlo.reduce(%3 init: %z) applies stablehlo.add across dimensions = [1]
-          : (tensor<3x4xf32>, tensor<f32>) -> tensor<3xf32>
-      %5 = stablehlo.log %4 : tensor<3xf32>
-      %6 = stablehlo.broadcast_in_dim %5, dims = [0] : (tensor<3xf32>) -> tensor<3x4xf32>
-      %7 = stablehlo.subtract %2, %6 : tensor<3x4xf32>
-      return %7 : tensor<3x4xf32>
-    }
-    """,
+    }""" + _LOG_SOFTMAX,
     _inputs(normal(std=2.0), ints("3", 0, 4)),
     note="take_along_axis as jax lowers it: a batched gather",
 )

@@ -7,17 +7,18 @@ status 2.
 
 from __future__ import annotations
 
+import functools
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from jax.extend.mlir import ir
 from jax.interpreters import mlir as jax_mlir
 
+from tests import helpers
+
 BYTECODE_MAGIC = b"ML\xefR"
-CLI_TIMEOUT_S = 120
 
 VALID_MODULE = """\
 module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
@@ -61,17 +62,8 @@ BAD_PIPELINES: dict[str, tuple[str, str | None]] = {
 }
 
 
-def run_cli(
-    *args: str | Path, cwd: Path, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    """Run ``python -m scalify_hlo.cli ARGS`` in ``cwd``; stdout and stderr are captured."""
-    return subprocess.run(
-        [sys.executable, "-m", "scalify_hlo.cli", *map(str, args)],
-        cwd=cwd,
-        input=stdin if stdin is not None else b"",
-        capture_output=True,
-        timeout=CLI_TIMEOUT_S,
-    )
+# Bytes in and out: the CLI reads and writes MLIR bytecode here.
+run_cli = functools.partial(helpers.run_cli, stdin=b"")
 
 
 def assert_clean_error(
@@ -224,8 +216,7 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 def _rewrite_file(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scalify_hlo.cli", "rewrite", str(path), *extra],
-                          capture_output=True, text=True, timeout=60)
+    return helpers.run_cli("rewrite", path, *extra, timeout=60)
 
 
 def _assert_one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jax
@@ -27,10 +25,10 @@ from scalify_hlo import runner
 from scalify_hlo.api import rewrite_text
 from scalify_hlo.compile import export
 from scalify_hlo.errors import ScalifyError
+from tests.helpers import run_cli_many
 
 N = 4
 F32_PIPELINE = "inline,scalify{data-dtype=f32},simplify"
-CLI_TIMEOUT_S = 180
 
 
 def _spd(a: jax.Array) -> jax.Array:
@@ -72,12 +70,6 @@ def _matrix() -> jax.Array:
     return jnp.asarray(np.random.default_rng(0).standard_normal((N, N)), jnp.float32)
 
 
-def _cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scalify_hlo.cli", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=CLI_TIMEOUT_S)
-
-
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The module of a step that calls every function (as ``scalify-hlo export`` writes it)
@@ -95,9 +87,7 @@ def results(work: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     """``run`` and ``compare`` (original against its rewrite), run concurrently."""
     commands = {"run": ("run", work / "all.mlir", "-o", work / "all.npz"),
                 "compare": ("compare", work / "all.mlir", work / "all.f32.mlir")}
-    with ThreadPoolExecutor(len(commands)) as pool:
-        futures = {name: pool.submit(_cli, *args, cwd=work) for name, args in commands.items()}
-        return {name: future.result() for name, future in futures.items()}
+    return run_cli_many(commands, cwd=work)
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,8 @@ scaling, and the default FP8 pipeline), run and compared; every bad input must b
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +17,10 @@ import pytest
 
 from scalify_hlo.inputs import random_inputs
 from scalify_hlo.signature import entry_signature
+from tests.helpers import MLP_STEP, STEPS, TESTDATA, run_cli, run_cli_many
 
-REPO = Path(__file__).resolve().parent.parent
-MODELS = REPO / "testdata" / "models.py"
-SCAN_STEP = REPO / "testdata" / "steps" / "scan_step.mlir"
-CLI_TIMEOUT_S = 180
+MODELS = TESTDATA / "models.py"
+SCAN_STEP = STEPS / "scan_step.mlir"
 F32_PIPELINE = "inline,scalify{data-dtype=f32},simplify"
 MLP_OUTPUTS = 7  # six updated parameters and the loss
 PRECIOUS = b"output of an earlier run\n"
@@ -92,23 +87,6 @@ RAISE_LINE = USER_MODULE.splitlines().index('    raise RuntimeError("no step tod
 Result = subprocess.CompletedProcess
 
 
-def cli_command(*args: str | Path) -> list[str]:
-    return [sys.executable, "-m", "scalify_hlo.cli", *map(str, args)]
-
-
-def run_cli(*args: str | Path, cwd: Path) -> Result:
-    return subprocess.run(cli_command(*args), cwd=cwd, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=CLI_TIMEOUT_S)
-
-
-def run_many(commands: dict[str, Sequence[str | Path]], cwd: Path) -> dict[str, Result]:
-    """Run independent CLI commands concurrently; their results by name."""
-    workers = max(2, min(len(commands), os.cpu_count() or 2, 6))
-    with ThreadPoolExecutor(workers) as pool:
-        futures = {name: pool.submit(run_cli, *args, cwd=cwd) for name, args in commands.items()}
-        return {name: future.result() for name, future in futures.items()}
-
-
 def assert_ok(result: Result) -> None:
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
@@ -137,7 +115,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """step.mlir exported by the CLI, its f32 and FP8 rewrites, input files good and bad."""
     work = tmp_path_factory.mktemp("cli_run")
     assert_ok(run_cli("export", f"{MODELS}:mlp_step", "-o", "step.mlir", cwd=work))
-    rewrites = run_many({
+    rewrites = run_cli_many({
         "f32": ["rewrite", "step.mlir", "--pipeline", F32_PIPELINE, "-o", "f32.mlir"],
         "fp8": ["rewrite", "step.mlir", "-o", "fp8.mlir"],
     }, work)
@@ -163,7 +141,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def results(work: Path) -> dict[str, Result]:
     """Every command the tests below look at, run once, concurrently."""
-    return run_many({
+    return run_cli_many({
         # successes
         "compare_f32": ["compare", "step.mlir", "f32.mlir", "--rtol", "1e-5"],
         "compare_f32_reversed": ["compare", "f32.mlir", "step.mlir", "--inputs",
@@ -218,7 +196,7 @@ def results(work: Path) -> dict[str, Result]:
 def test_export_factory_gives_the_sample_step(work: Path) -> None:
     text = (work / "step.mlir").read_text()
     assert "loc(" in text  # debug locations: the name stack the rewrite reads
-    checked_in = (REPO / "testdata" / "steps" / "mlp_step.mlir").read_text()
+    checked_in = MLP_STEP.read_text()
     assert entry_signature(text) == entry_signature(checked_in)
 
 

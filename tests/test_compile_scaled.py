@@ -11,8 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,9 +36,8 @@ from scalify_hlo.errors import ScalifyError
 from scalify_hlo.ir import OPS_COUNTED
 from scalify_hlo.scaled_array import ZERO_SCALE, is_scaled_leaf
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testdata"))
-import models  # noqa: E402
+from testdata import models
+from tests.helpers import fusion_count, run_cli
 
 F32 = Policy(data_dtype="float32", fp8_dots=False)
 RTOL = 1e-5
@@ -238,10 +235,6 @@ def test_scale_args_of_a_step_whose_outputs_are_not_its_state() -> None:
     assert_tree_close(unscale_tree(step(out[1], out[0])), fn(x + 1.0, y * 2.0))
 
 
-def _fusions(hlo_text: str) -> int:
-    return len(re.findall(r" = [^=]* fusion\(", hlo_text))
-
-
 def test_a_bank_of_many_scales_costs_a_few_kernels(transformer: Case) -> None:
     """The transformer step returns 85 scales, some the same value: XLA:CPU would run each
     one as a kernel of its own if the bank were one concatenate of them; built in groups it
@@ -250,8 +243,8 @@ def test_a_bank_of_many_scales_costs_a_few_kernels(transformer: Case) -> None:
     firsts = step._first_same_scale
     assert len(firsts) > 64 and len(set(firsts)) < len(firsts)  # long, with repeats
     state = step.scale_args(*transformer.args)
-    scaled = _fusions(step.lower(*state).compile().as_text())
-    original = _fusions(jax.jit(transformer.fn).lower(*transformer.args).compile().as_text())
+    scaled = fusion_count(step.lower(*state).compile().as_text())
+    original = fusion_count(jax.jit(transformer.fn).lower(*transformer.args).compile().as_text())
     assert scaled <= 1.1 * original, (scaled, original)
     output = step(*state)  # the repeated scales land where their outputs read them
     want = jax.jit(transformer.fn)(*unscale_tree(state))
@@ -432,9 +425,8 @@ def test_cli_stats_and_the_report_count_ops_one_way(mlp: Case, tmp_path: Path) -
     the same name (they used to be labelled differently and read as different counts)."""
     step = mlp.step
     (tmp_path / "step.mlir").write_text(step.stage("exported"))
-    result = subprocess.run([sys.executable, "-m", "scalify_hlo.cli", "rewrite", "step.mlir",
-                             "--pipeline", step.pipeline, "--stats", "-o", "out.mlir"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    result = run_cli("rewrite", "step.mlir", "--pipeline", step.pipeline, "--stats",
+                     "-o", "out.mlir", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = step.report()
     before, after = sum(report.ops_before.values()), sum(report.ops_after.values())

@@ -5,9 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO_ROOT as ROOT
 
 
 def test_ops_md_is_up_to_date() -> None:

@@ -5,8 +5,6 @@ IR), with the rewrite itself unchanged by keeping them."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,10 +15,9 @@ from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.cli.main import cli
 from scalify_hlo.explain import Explanation, split_location
 from scalify_hlo.rewrites import Record
+from tests.helpers import GOLDEN, MLP_STEP, REPO_ROOT, run_cli
 
-ROOT = Path(__file__).resolve().parent.parent
-MLP_STEP = ROOT / "testdata" / "steps" / "mlp_step.mlir"
-FALLBACK = ROOT / "testdata" / "golden" / "scalify" / "fallback.mlir"
+FALLBACK = GOLDEN / "scalify" / "fallback.mlir"
 F32 = "inline,scalify{data-dtype=f32},simplify"
 
 # A square added to another value (Adam's second moment): f16 data keeps it wide (f32).
@@ -160,18 +157,13 @@ def test_output_file_and_stdin(tmp_path: Path) -> None:
 
 
 # ----- errors: one line ---------------------------------------------------------------------
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scalify_hlo.cli", "explain", *args],
-                          cwd=cwd, capture_output=True, text=True, timeout=120)
-
-
 @pytest.mark.parametrize(("make_args", "needle"), [
     (lambda d: ["missing.mlir"], "cannot read 'missing.mlir'"),
     (lambda d: [str(FALLBACK)], "redefinition of symbol"),  # several modules in one file
     (lambda d: [str(MLP_STEP), "--pipeline", "inline,bogus"], "unknown pass 'bogus'"),
 ], ids=["missing", "many-modules", "bad-pipeline"])
 def test_errors_are_one_line(tmp_path: Path, make_args, needle: str) -> None:
-    result = run_cli(*make_args(tmp_path), cwd=tmp_path)
+    result = run_cli("explain", *make_args(tmp_path), cwd=tmp_path)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1 and len(lines) == 1, result.stderr
     assert lines[0].startswith("error: ") and needle in lines[0], result.stderr
@@ -179,7 +171,7 @@ def test_errors_are_one_line(tmp_path: Path, make_args, needle: str) -> None:
 
 
 def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
-    result = run_cli(str(MLP_STEP), "--format", "yaml", cwd=tmp_path)
+    result = run_cli("explain", MLP_STEP, "--format", "yaml", cwd=tmp_path)
     assert result.returncode == 2 and "yaml" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -224,7 +216,7 @@ def test_split_location(location: str, source: str, stack: str) -> None:
 def test_source_line_skips_scalify_hlos_own_frames() -> None:
     """A constant of a compile_scaled step has no line in the user's function: its source is
     the user's call to compile_scaled, not scaled_step.py's call to JAX."""
-    own = ROOT / "scalify_hlo" / "scaled_step.py"
+    own = REPO_ROOT / "scalify_hlo" / "scaled_step.py"
     location = (f'loc("jit(f)"(callsite("export"("{own}":114:11) at '
                 f'"<module>"("/u/train.py":37:7))))')
     assert split_location(location) == ("/u/train.py:37", "jit(f)")

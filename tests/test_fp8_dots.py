@@ -1,14 +1,12 @@
 """The fp8-dots pass end to end: a GPT-style training step, the CLI's statistics, the Policy
 that builds pipelines, and FP8 numerics on XLA:CPU (which emulates FP8; see DESIGN.md,
-"FP8 on real hardware"). The exact IR is pinned by the golden files in testdata/golden/fp8/.
+"FP8 on real hardware"). The exact IR is pinned by the golden files in testdata/golden/fp8-dots/.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +29,9 @@ from scalify_hlo.signature import (
     join_outputs,
     split_inputs,
 )
+from tests.helpers import GOLDEN, REPO_ROOT, backward_dots_module, run_cli
+from tests.lit_runner import parse_run_lines
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 RESCALE_PIPELINE = "inline,rescale{at=gradients,outputs},scalify{data-dtype=f16},fp8-dots,simplify"
 LOSS_RTOL = 0.02
 
@@ -58,8 +57,7 @@ class Rewritten:
 def gpt() -> Step:
     import jax
 
-    sys.path.insert(0, str(REPO_ROOT / "testdata"))
-    import models
+    from testdata import models
 
     step, args = models.gpt_step(n_layers=2, d_model=64, n_heads=4, context=32, vocab=64,
                                  batch=4)
@@ -190,10 +188,7 @@ def test_gpt_default_step_updates_are_finite(gpt_default: Rewritten) -> None:
 def test_cli_stats_report_fp8_dots(gpt: Step, gpt_default: Rewritten, tmp_path: Path) -> None:
     source = tmp_path / "gpt_step.mlir"
     source.write_text(gpt.text)
-    proc = subprocess.run(
-        [sys.executable, "-m", "scalify_hlo.cli", "rewrite", str(source), "--stats",
-         "-o", str(tmp_path / "out.mlir")],
-        capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    proc = run_cli("rewrite", source, "--stats", "-o", tmp_path / "out.mlir", cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stderr
     stats = dict(re.findall(r"^(fp8-dots\.[\w.]+): (\d+)$", proc.stderr, re.M))
     expected = gpt_default.result.context.stats
@@ -277,21 +272,7 @@ def test_policy_exclude_backward_dots_pipeline_parses() -> None:
     assert _passes(policy.pipeline())["fp8-dots"].exclude == r"transpose\("
 
 
-_BACKWARD = """
-func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %g: tensor<8x4xf32>)
-    -> (tensor<8x4xf32>, tensor<8x16xf32>, tensor<16x4xf32>) {
-  %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
-    : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32> loc("jit(step)/jvp(loss)/dot")
-  %dy = stablehlo.negate %g : tensor<8x4xf32> loc("jit(step)/transpose(jvp(loss))/neg")
-  %dx = stablehlo.dot_general %dy, %w, contracting_dims = [1] x [1]
-    : (tensor<8x4xf32>, tensor<16x4xf32>) -> tensor<8x16xf32>
-    loc("jit(step)/transpose(jvp(loss))/dot_general")
-  %dw = stablehlo.dot_general %x, %dy, contracting_dims = [0] x [0]
-    : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
-    loc("jit(step)/transpose(jvp(loss))/dot_general")
-  return %y, %dx, %dw : tensor<8x4xf32>, tensor<8x16xf32>, tensor<16x4xf32>
-}
-"""
+_BACKWARD = backward_dots_module(batch=8, d_in=16, d_out=4)
 
 
 @pytest.mark.parametrize("policy, pairs", [
@@ -423,7 +404,7 @@ def test_fp8_dot_of_data_far_from_unit_scale_keeps_its_bits() -> None:
 
 # --- the golden modules, run on XLA:CPU -------------------------------------------------------
 
-GOLDEN_FP8 = sorted((REPO_ROOT / "testdata" / "golden" / "fp8").glob("*.mlir"))
+GOLDEN_FP8 = sorted((GOLDEN / "fp8-dots").glob("*.mlir"))
 # Chunks whose dot operands are computed from the inputs (a ReLU between two dots) are not on
 # the FP8 grid, so their casts round; everywhere else the rewrite must be exact.
 _ROUNDING_CHUNKS = {("forward.mlir", 3): 0.05}
@@ -431,8 +412,6 @@ _ROUNDING_CHUNKS = {("forward.mlir", 3): 0.05}
 
 def _golden_pipelines(path: Path) -> list[str]:
     """The distinct --pipeline values of a golden file's RUN lines that are expected to pass."""
-    from lit_runner import parse_run_lines
-
     pipelines: list[str] = []
     for run in parse_run_lines(path):
         words = shlex.split(run.command)

@@ -30,27 +30,25 @@ The relative error of the FP8 result against the f32 original is printed (``pyte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
-from fp8_emulator import (
-    Fp8Emulator,
-    UnsupportedOpError,
-    implementation_defined_positions,
-    ulp_distance,
-    with_probes,
-)
 from jax.extend import backend as jax_backend
 
 from scalify_hlo.api import rewrite_text
 from scalify_hlo.policy import DEFAULT_PIPELINE
 from scalify_hlo.runner import compile_module, run_executable, run_module
 from scalify_hlo.signature import EntrySignature, entry_signature, join_outputs, split_inputs
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.fp8_emulator import (
+    Fp8Emulator,
+    UnsupportedOpError,
+    implementation_defined_positions,
+    ulp_distance,
+    with_probes,
+)
+from tests.helpers import MLP_STEP
 
 DOT_MODULE = """
 func.func @main(%a: tensor<16x32xf32>, %b: tensor<32x8xf32>) -> tensor<16x8xf32> {
@@ -59,7 +57,6 @@ func.func @main(%a: tensor<16x32xf32>, %b: tensor<32x8xf32>) -> tensor<16x8xf32>
   return %0 : tensor<16x8xf32>
 }
 """
-MLP_STEP = ROOT / "testdata" / "steps" / "mlp_step.mlir"
 
 
 # ----- helpers ---------------------------------------------------------------------------

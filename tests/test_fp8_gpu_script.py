@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import pytest
 
 from scalify_hlo import gpu_aot
+from tests.helpers import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = REPO_ROOT / "benchmarks" / "fp8_gpu.py"
 TINY = ["--layers", "1", "--d-model", "64", "--heads", "4", "--context", "32", "--batch", "2",
         "--repeats", "3", "--warmup", "1"]

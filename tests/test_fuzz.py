@@ -14,7 +14,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from fuzz_cases import (
+
+from tests.fuzz_cases import (
     FAILURES,
     MUTATIONS,
     Case,
@@ -58,7 +59,7 @@ func.func private @f(%arg0: tensor<2xf32>) -> tensor<2xf32> {
   return %1 : tensor<2xf32>
 }
 """
-# Found after that fix: MLIR bytecode of the golden chunk fp8/backward.mlir#3 (jaxlib 0.10.2's
+# Found after that fix: MLIR bytecode of the golden chunk fp8-dots/backward.mlir#3 (jaxlib 0.10.2's
 # writer) with byte 63 changed from 0x05 to 0xb2. Parsing it raises an ordinary MLIRError
 # ("attempting to parse a byte at the end of the bytecode") but corrupts the heap on the way
 # (glibc's malloc checker: "free(): invalid pointer"): ir.parse_module's probe child survives,

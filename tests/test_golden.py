@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from lit_runner import (
+
+from tests.lit_runner import (
     REPO_ROOT,
     LitFailure,
     discover,

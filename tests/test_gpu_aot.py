@@ -10,27 +10,14 @@ from scalify_hlo import gpu_aot
 from scalify_hlo.api import rewrite_text
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import DEFAULT_PIPELINE
+from tests.helpers import backward_dots_module
 
 needs_extra = pytest.mark.skipif(not gpu_aot.available(),
                                  reason="the gpu-aot extra is not installed")
 
 # A forward dot and its two backward dots (named as JAX names them, so that the default
 # policy gives the gradients E5M2), at sizes cuBLASLt's FP8 GEMMs accept (multiples of 16).
-_BACKWARD = """
-func.func public @main(%x: tensor<32x64xf32>, %w: tensor<64x32xf32>, %g: tensor<32x32xf32>)
-    -> (tensor<32x32xf32>, tensor<32x64xf32>, tensor<64x32xf32>) {
-  %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
-    : (tensor<32x64xf32>, tensor<64x32xf32>) -> tensor<32x32xf32> loc("jit(step)/jvp(loss)/dot")
-  %dy = stablehlo.negate %g : tensor<32x32xf32> loc("jit(step)/transpose(jvp(loss))/neg")
-  %dx = stablehlo.dot_general %dy, %w, contracting_dims = [1] x [1]
-    : (tensor<32x32xf32>, tensor<64x32xf32>) -> tensor<32x64xf32>
-    loc("jit(step)/transpose(jvp(loss))/dot_general")
-  %dw = stablehlo.dot_general %x, %dy, contracting_dims = [0] x [0]
-    : (tensor<32x64xf32>, tensor<32x32xf32>) -> tensor<64x32xf32>
-    loc("jit(step)/transpose(jvp(loss))/dot_general")
-  return %y, %dx, %dw : tensor<32x32xf32>, tensor<32x64xf32>, tensor<64x32xf32>
-}
-"""
+_BACKWARD = backward_dots_module(batch=32, d_in=64, d_out=32)
 
 
 @needs_extra

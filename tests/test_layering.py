@@ -21,8 +21,9 @@ FOLDERS = {"scalify_hlo.rewrites": "rewrites", "scalify_hlo.cli": "cli",
 # Layers from the bottom up, with the modules (and packages: every module under them) in each.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ir", ("scalify_hlo", "scalify_hlo._checkout", "scalify_hlo.dtypes", "scalify_hlo.errors",
-            "scalify_hlo.files", "scalify_hlo.flat_pairs", "scalify_hlo.ir", "scalify_hlo.mlir_rewrite",
-            "scalify_hlo.name_stack", "scalify_hlo.names", "scalify_hlo.runner",
+            "scalify_hlo.files", "scalify_hlo.flat_pairs", "scalify_hlo.ir",
+            "scalify_hlo.mlir_rewrite", "scalify_hlo.name_stack", "scalify_hlo.names",
+            "scalify_hlo.runner",
             "scalify_hlo.scale", "scalify_hlo.symbols")),
     ("rewrites", ("scalify_hlo.rewrites",)),
     ("api", ("scalify_hlo.api", "scalify_hlo.compile", "scalify_hlo.explain",

@@ -9,8 +9,6 @@ code motion made each invariant scale a kernel of its own: 1.32x before the pass
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -21,15 +19,13 @@ from scalify_hlo import Policy, compile_scaled
 from scalify_hlo.api import rewrite_text
 from scalify_hlo.runner import run_module
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
+from testdata import models
+from tests.helpers import GOLDEN, fusion_count
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "testdata"))
-import models  # noqa: E402
-
-GOLDEN = ROOT / "testdata" / "golden" / "simplify" / "hoist-loop-scales.mlir"
+GOLDEN_FILE = GOLDEN / "hoist-loop-scales" / "hoist-loop-scales.mlir"
 # Each case of the golden input, its function renamed @main for XLA.
 CASES = [re.sub(r"func\.func public @\w+", "func.func public @main", case)
-         for case in GOLDEN.read_text().split("// -----")]
+         for case in GOLDEN_FILE.read_text().split("// -----")]
 NOTHING_TO_HOIST = 1  # the @variant case
 
 
@@ -78,14 +74,10 @@ def test_small_integers_leave_a_loop_intact() -> None:
     np.testing.assert_array_equal(np.asarray(step(x)), np.asarray(jax.jit(search)(x)))
 
 
-def _fusions(hlo_text: str) -> int:
-    return len(re.findall(r" = [^=]* fusion\(", hlo_text))
-
-
 def test_a_rewritten_scan_compiles_to_few_more_kernels() -> None:
     fn, args = models.scan_step()
     step = compile_scaled(fn, *args, policy=Policy(data_dtype="float32", fp8_dots=False))
     state = step.scale_args(*args)
-    scaled = _fusions(step.lower(*state).compile().as_text())
-    original = _fusions(jax.jit(fn).lower(*args).compile().as_text())
+    scaled = fusion_count(step.lower(*state).compile().as_text())
+    original = fusion_count(jax.jit(fn).lower(*args).compile().as_text())
     assert scaled <= 1.2 * original, (scaled, original)

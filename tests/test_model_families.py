@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -21,9 +19,7 @@ import pytest
 
 from scalify_hlo import Policy, ScaledArray, compile_scaled, unscale_tree
 from scalify_hlo.scaled_array import is_scaled_leaf
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testdata"))
-import model_families  # noqa: E402
+from testdata import model_families
 
 STEPS = 4  # the VAE's first NaN in f16 is in the outputs of its fourth step
 RTOL = 1e-5

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_cases import CASES, OpCase, covering_cases, ops_in_text
-from scaled_helpers import (
+
+from scalify_hlo.runner import compile_module, run_executable
+from tests.op_cases import CASES, OpCase, covering_cases, ops_in_text
+from tests.scaled_helpers import (
     TensorSig,
     assert_matches,
     is_floating,
@@ -21,8 +23,6 @@ from scaled_helpers import (
     split_scaled,
     unscale_outputs,
 )
-
-from scalify_hlo.runner import compile_module, run_executable
 
 PIPELINE = "scalify{data-dtype=f32},simplify"
 DATA_DTYPE = np.dtype(np.float32)

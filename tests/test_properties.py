@@ -41,11 +41,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, example, given, note, settings
 from hypothesis import strategies as st
-from scaled_helpers import assert_matches
 
 from scalify_hlo.api import rewrite_text
 from scalify_hlo.runner import compile_module, run_executable
 from scalify_hlo.signature import TensorSpec, entry_signature, join_outputs, split_inputs
+from tests.helpers import TESTDATA
+from tests.scaled_helpers import assert_matches
 
 PIPELINE = "scalify{data-dtype=f32},simplify"
 # Operands 2^200 apart need the max (or midpoint) common scale: the f32 default, the first
@@ -53,8 +54,7 @@ PIPELINE = "scalify{data-dtype=f32},simplify"
 MAX_PIPELINE = "scalify{data-dtype=f32 common-scale=max},simplify"
 RTOL = 1e-6
 ABS_FLOOR = 1e-6  # times each tensor's largest finite magnitude
-REPO_ROOT = Path(__file__).resolve().parent.parent
-REGRESSIONS = REPO_ROOT / "testdata" / "regressions"
+REGRESSIONS = TESTDATA / "regressions"
 # Intermediates of the original must stay in [2^-120, 2^120] (or be 0 or NaN) for exactness.
 SAFE_EXPONENT = 120
 

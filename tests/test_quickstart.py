@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-QUICKSTART = Path(__file__).resolve().parent.parent / "docs" / "quickstart.md"
+from tests.helpers import REPO_ROOT
+
+QUICKSTART = REPO_ROOT / "docs" / "quickstart.md"
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
 

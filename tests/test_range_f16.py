@@ -6,7 +6,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from step_helpers import assert_close_per_tensor
 
 from scalify_hlo import Policy, compile_scaled
 from scalify_hlo.api import rewrite_text
@@ -17,6 +16,7 @@ from scalify_hlo.signature import (
     join_outputs,
     split_inputs,
 )
+from tests.step_helpers import assert_close_per_tensor
 
 # x ~ 1e9, w ~ 1e-9, s ~ 1e-9: dot products, products, sums and a sqrt across the range.
 WIDE_RANGE = """

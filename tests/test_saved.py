@@ -5,7 +5,6 @@ exporting or rewriting again, and every bad file is one ``ScalifyError`` line.""
 from __future__ import annotations
 
 import json
-import sys
 import zipfile
 from collections import namedtuple
 from pathlib import Path
@@ -20,9 +19,7 @@ import scalify_hlo
 from scalify_hlo import Policy, ScaledArray, ScaledStep, compile_scaled, load_scaled, saved
 from scalify_hlo import scaled_step as step_module
 from scalify_hlo.errors import ScalifyError
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testdata"))
-import models  # noqa: E402
+from testdata import models
 
 STEPS = 3
 

@@ -7,23 +7,22 @@ their values through an i32 vector (f32 as bits), so every output is bit-identic
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
-from step_helpers import random_pow2_scales
 
 from scalify_hlo.api import rewrite_text
 from scalify_hlo.inputs import random_inputs
 from scalify_hlo.runner import compiled_hlo_text, run_module
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature, split_inputs
+from tests.helpers import GOLDEN, MLP_STEP
+from tests.step_helpers import random_pow2_scales
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "testdata" / "golden" / "simplify" / "materialize-scales.mlir"
+GOLDEN_FILE = GOLDEN / "materialize-scales" / "materialize-scales.mlir"
 CASES = [re.sub(r"func\.func public @\w+", "func.func public @main", case)
-         for case in GOLDEN.read_text().split("// -----")]
+         for case in GOLDEN_FILE.read_text().split("// -----")]
 NOTHING_TO_PACK = 1  # the @lone case
-STEP = (ROOT / "testdata" / "steps" / "mlp_step.mlir").read_text()
+STEP = MLP_STEP.read_text()
 DEFAULT = "inline,rescale{at=gradients},scalify{data-dtype=f16},fp8-dots,simplify"
 
 

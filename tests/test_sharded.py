@@ -12,12 +12,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO_ROOT, TESTDATA
 
 SCRIPT = r"""
 import json, sys
@@ -112,8 +111,8 @@ print(json.dumps(report))
 def report() -> dict[str, Any]:
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
            "JAX_PLATFORMS": "cpu"}
-    result = subprocess.run([sys.executable, "-c", SCRIPT, str(ROOT / "testdata")], env=env,
-                            capture_output=True, text=True, cwd=ROOT, timeout=900)
+    result = subprocess.run([sys.executable, "-c", SCRIPT, str(TESTDATA)], env=env,
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 

@@ -18,16 +18,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scaled_helpers import assert_matches
 
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.runner import compile_module, run_executable
 from scalify_hlo.signature import EntrySignature, entry_signature, join_outputs, split_inputs
+from tests.helpers import MLP_STEP
+from tests.scaled_helpers import assert_matches
 
 PIPELINE = "scalify{data-dtype=f32},simplify"
 RTOL = 1e-6
 TINY = float(np.finfo(np.float32).tiny)  # 2^-126, the smallest normal f32
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # A (4, 8) pattern of unit-scale values with every special value in it.
 SPECIAL = np.array([
@@ -356,7 +356,7 @@ def test_out_of_range_intermediate_scale_that_comes_back_is_exact() -> None:
 
 
 def test_no_saturation_on_a_real_step() -> None:
-    text = (REPO_ROOT / "testdata" / "steps" / "mlp_step.mlir").read_text()
+    text = MLP_STEP.read_text()
     result = rewrite_module_source(text, "inline," + PIPELINE)
     assert result.error is None
     assert "scalify.saturated-scales" not in result.context.stats

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import numpy as np
 import pytest
-from step_helpers import assert_close_per_tensor, random_inputs, run_both
 
 from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import rewrite_text
-from scalify_hlo.runner import compile_module
+from scalify_hlo.runner import compiled_hlo_text
 from scalify_hlo.signature import entry_signature, join_outputs, split_inputs
+from tests.helpers import STEPS, fusion_count
+from tests.step_helpers import assert_close_per_tensor, random_inputs, run_both
 
-STEPS = Path(__file__).resolve().parent.parent / "testdata" / "steps"
 EXACT = "inline,scalify{data-dtype=f32},simplify"
 
 
@@ -41,12 +38,6 @@ def _op_count(text: str) -> int:
                                                                 "func.call"))
 
 
-def _fusions(text: str) -> int:
-    """XLA:CPU's fusions (loop nests and library calls) in the compiled module."""
-    hlo = compile_module(text).hlo_modules()[0].to_string()
-    return len(re.findall(r" fusion\(", hlo))
-
-
 def test_transformer_growth_is_bounded() -> None:
     """The scale bookkeeping is i32 exponent arithmetic on rank-0 values: it triples the
     StableHLO op count, but XLA fuses it into the kernels that use it, so the compiled
@@ -56,7 +47,7 @@ def test_transformer_growth_is_bounded() -> None:
     scaled = rewrite_text(text, EXACT)
     ratio = _op_count(scaled) / _op_count(inlined)
     assert ratio <= 3.5, f"op growth {ratio:.2f}x"
-    fusions = _fusions(scaled) / _fusions(inlined)
+    fusions = fusion_count(compiled_hlo_text(scaled)) / fusion_count(compiled_hlo_text(inlined))
     assert fusions <= 1.5, f"fusion growth {fusions:.2f}x"
 
 

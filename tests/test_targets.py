@@ -3,10 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import pytest
@@ -15,9 +11,8 @@ from scalify_hlo import Policy, compile_scaled
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.targets import table
 from scalify_hlo.targets.tpu import count_collectives, estimated_cycles, libtpu_available
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testdata"))
-import models  # noqa: E402
+from testdata import models
+from tests.helpers import run_cli
 
 needs_libtpu = pytest.mark.skipif(not libtpu_available(),
                                   reason="needs the tpu-aot extra (libtpu)")
@@ -100,16 +95,11 @@ DOT = """func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) -> tensor<4x4
 """
 
 
-def _cli(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scalify_hlo.cli", *args], input=stdin,
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_cli_rewrite_target() -> None:
-    tpu7x = _cli("rewrite", "--target", "tpu7x", "-", stdin=DOT)
+    tpu7x = run_cli("rewrite", "--target", "tpu7x", "-", stdin=DOT)
     assert tpu7x.returncode == 0, tpu7x.stderr
     assert "bf16" in tpu7x.stdout and "f8E4M3FN" in tpu7x.stdout
-    bad = _cli("rewrite", "--target", "v9z", "-", stdin=DOT)
+    bad = run_cli("rewrite", "--target", "v9z", "-", stdin=DOT)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
     assert bad.stderr.startswith("error: unknown target 'v9z'"), bad.stderr
 

@@ -10,8 +10,6 @@ import json
 import math
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +22,8 @@ from scalify_hlo.training.data import SHARED_DATA, load_digits, load_text
 from scalify_hlo.training.loop import RunResult, run
 from scalify_hlo.training.modes import mode, state_bytes
 from scalify_hlo.training.report import smooth, text_table
+from tests.helpers import run_cli
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 STEPS = 40
 
 
@@ -105,15 +103,10 @@ def test_text_table_has_every_mode(mlp_runs: dict[str, RunResult]) -> None:
     assert "fp32" in table and "scalify-fp8" in table and "0.500x" in table
 
 
-def _demo(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scalify_hlo.cli", "demo", *args],
-                          capture_output=True, text=True, timeout=600, cwd=cwd)
-
-
 def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "demo out"
-    proc = _demo("--epochs", "1", "--hidden", "32", "--batch-size", "128", "--out", str(out),
-                 cwd=tmp_path)
+    proc = run_cli("demo", "--epochs", "1", "--hidden", "32", "--batch-size", "128", "--out", out,
+                   cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "scalify-fp8" in proc.stdout and "fp32" in proc.stdout
     assert f"loss plot: {out / 'demo_loss.png'}" in proc.stdout
@@ -149,7 +142,7 @@ def test_demo_eta_leaves_out_the_compiling_first_step() -> None:
 ])
 def test_demo_bad_options_are_one_line_errors(tmp_path: Path, args: list[str],
                                               message: str) -> None:
-    proc = _demo(*args, "--out", str(tmp_path / "out"), cwd=tmp_path)
+    proc = run_cli("demo", *args, "--out", tmp_path / "out", cwd=tmp_path, timeout=600)
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr

@@ -9,9 +9,6 @@ infinite and NaN scales with the argument's path (docs/scaled-signature.md).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jax
@@ -26,6 +23,7 @@ from scalify_hlo.errors import ScalifyError
 from scalify_hlo.inputs import npz_bytes, random_inputs
 from scalify_hlo.scaled_array import split_pow2, split_scale
 from scalify_hlo.signature import entry_signature
+from tests.helpers import run_cli_many
 
 F32 = Policy(data_dtype="float32", fp8_dots=False)
 F16 = Policy(data_dtype="float16", fp8_dots=False)
@@ -164,13 +162,7 @@ def cli_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "compare": ("compare", "mul.mlir", "mul.mlir", "--inputs", "three.npz", "--rtol", "0"),
         "compare bad": ("compare", "mul.mlir", "mul.mlir", "--inputs", "negative.npz"),
     }
-    with ThreadPoolExecutor(len(commands)) as pool:
-        futures = {name: pool.submit(subprocess.run, [sys.executable, "-m", "scalify_hlo.cli",
-                                                      *args], cwd=folder, capture_output=True,
-                                     text=True, stdin=subprocess.DEVNULL, timeout=180)
-                   for name, args in commands.items()}
-        results = {name: future.result() for name, future in futures.items()}
-    return {"folder": folder, **results}
+    return {"folder": folder, **run_cli_many(commands, cwd=folder)}
 
 
 def test_cli_run_splits_a_scale_from_an_npz(cli_results: dict[str, Any]) -> None:

@@ -18,14 +18,12 @@
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[YB:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[YSH:%.*]] = stablehlo.shift_right_logical [[YB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[EY:%.*]] = stablehlo.subtract [[YSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[EY:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[EX]], [[EY]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[EX]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
@@ -63,14 +61,12 @@
 // FIRST-LABEL: func.func public @main
 // FIRST-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>)
 // FIRST-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// FIRST-NEXT:    [[YB:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
-// FIRST-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// FIRST-NEXT:    [[YSH:%.*]] = stablehlo.shift_right_logical [[YB]], [[C23]] : tensor<i32>
-// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// FIRST-NEXT:    [[EY:%.*]] = stablehlo.subtract [[YSH]], [[C127]] : tensor<i32>
-// FIRST-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// FIRST-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// FIRST-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// FIRST:         stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
+// FIRST:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// FIRST:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// FIRST:         [[EY:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// FIRST:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// FIRST:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // FIRST-NEXT:    [[DY:%.*]] = stablehlo.subtract [[EY]], [[EX]] : tensor<i32>
 // FIRST-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
 // FIRST-NEXT:    [[KY:%.*]] = stablehlo.clamp [[CM127]], [[DY]], [[C127]] : tensor<i32>
@@ -96,11 +92,10 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[C:%.*]] = stablehlo.constant dense<1.500000e+00> : tensor<4xf32>
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[EX]], [[ONE]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[EX]], [[E]] : tensor<i32>
@@ -140,11 +135,10 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf
 // FIRST-SAME:    -> (tensor<4xf32>, tensor<f32>)
 // FIRST-NEXT:    [[C:%.*]] = stablehlo.constant dense<1.500000e+00> : tensor<4xf32>
 // FIRST-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
-// FIRST-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// FIRST-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// FIRST-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// FIRST-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// FIRST-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// FIRST:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// FIRST:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// FIRST:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// FIRST:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // FIRST-NEXT:    [[DC:%.*]] = stablehlo.subtract [[ONE]], [[EX]] : tensor<i32>
 // FIRST-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
 // FIRST-NEXT:    [[KC:%.*]] = stablehlo.clamp [[CM127]], [[DC]], [[C127]] : tensor<i32>

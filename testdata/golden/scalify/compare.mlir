@@ -15,14 +15,12 @@
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> tensor<4xi1>
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[YB:%.*]] = stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[YSH:%.*]] = stablehlo.shift_right_logical [[YB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[EY:%.*]] = stablehlo.subtract [[YSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[YS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[EY:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[SUM:%.*]] = stablehlo.add [[EX]], [[EY]] : tensor<i32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], [[ONE]] : tensor<i32>
@@ -73,11 +71,10 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xi1> {
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> tensor<4xi1>
 // CHECK-NEXT:    [[C:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<4xf32>
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[EC:%.*]] = stablehlo.constant dense<-1> : tensor<i32>
 // CHECK-NEXT:    [[SUM:%.*]] = stablehlo.add [[EX]], [[EC]] : tensor<i32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>

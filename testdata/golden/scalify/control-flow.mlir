@@ -19,11 +19,10 @@
 // CHECK-NEXT:    [[C0:%.*]] = stablehlo.constant dense<0> : tensor<i32>
 // CHECK-NEXT:    [[C1:%.*]] = stablehlo.constant dense<1> : tensor<i32>
 // CHECK-NEXT:    [[C3:%.*]] = stablehlo.constant dense<3> : tensor<i32>
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[W:%.*]]:3 = stablehlo.while([[D:%.*]] = [[X]], [[E:%.*]] = [[EX]], [[N:%.*]] = [[C0]]) : tensor<4xf32>, tensor<i32>, tensor<i32>
 // CHECK-NEXT:    cond {
 // CHECK-NEXT:      [[LT:%.*]] = stablehlo.compare LT, [[N]], [[C3]], SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
@@ -77,11 +76,10 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-SAME:    ([[X:%.*]]: tensor<f32>, [[XS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<f32>, tensor<f32>)
 // CHECK-NEXT:    [[C:%.*]] = stablehlo.constant dense<1.562500e+00> : tensor<f32>
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[OC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[OC23]] : tensor<i32>
-// CHECK-NEXT:    [[OC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[OC127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[OC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[OC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[W:%.*]]:2 = stablehlo.while([[D:%.*]] = [[X]], [[E:%.*]] = [[EX]]) : tensor<f32>, tensor<i32>
 // CHECK-NEXT:    cond {
 // CHECK-NEXT:      [[E6:%.*]] = stablehlo.constant dense<6> : tensor<i32>
@@ -163,11 +161,10 @@ func.func public @main(%arg0: tensor<f32>) -> tensor<f32> {
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[R:%.*]]:2 = "stablehlo.case"([[I]]) ({
 // CHECK-NEXT:      [[N:%.*]] = stablehlo.negate [[X]] : tensor<4xf32>
-// CHECK-NEXT:      [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:      [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:      [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:      [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK:           stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:           [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:           [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:           [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:      stablehlo.return [[N]], [[EX]] : tensor<4xf32>, tensor<i32>
 // CHECK-NEXT:    }, {
 // CHECK-NEXT:      [[C:%.*]] = stablehlo.constant dense<1.600000e+00> : tensor<4xf32>
@@ -211,18 +208,16 @@ func.func public @main(%arg0: tensor<i32>, %arg1: tensor<4xf32>) -> tensor<4xf32
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[IF:%.*]]:2 = "stablehlo.if"([[P]]) ({
 // CHECK-NEXT:      [[NEG:%.*]] = stablehlo.negate [[X]] : tensor<4xf32>
-// CHECK-NEXT:      [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:      [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:      [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:      [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK:           stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:           [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:           [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:           [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:      stablehlo.return [[NEG]], [[EX]] : tensor<4xf32>, tensor<i32>
 // CHECK-NEXT:    }, {
-// CHECK-NEXT:      [[XB2:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:      [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:      [[XSH2:%.*]] = stablehlo.shift_right_logical [[XB2]], [[C23]] : tensor<i32>
-// CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:      [[EX2:%.*]] = stablehlo.subtract [[XSH2]], [[C127]] : tensor<i32>
+// CHECK:           stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:           [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:           [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:           [[EX2:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:      stablehlo.return [[X]], [[EX2]] : tensor<4xf32>, tensor<i32>
 // CHECK-NEXT:    }) : (tensor<i1>) -> (tensor<4xf32>, tensor<i32>)
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>

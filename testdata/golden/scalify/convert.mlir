@@ -17,11 +17,10 @@
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[E:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
 // CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
@@ -62,11 +61,10 @@
 // F16-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>)
 // F16-SAME:    -> (tensor<4xf16>, tensor<f32>)
 // F16-NEXT:    [[W:%.*]] = stablehlo.convert [[X]] : (tensor<4xf16>) -> tensor<4xf32>
-// F16-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// F16-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// F16-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// F16-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// F16-NEXT:    [[E:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// F16:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// F16:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// F16:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// F16:         [[E:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // F16-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
 // F16-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
 // F16-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
@@ -115,11 +113,10 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xbf16> {
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[E:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
 // CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
@@ -169,11 +166,10 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf16> {
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> tensor<4xi32>
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[E:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
 // CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>

@@ -14,14 +14,10 @@
 // CHECK-NEXT:    [[D:%.*]] = stablehlo.dot_general [[A]], [[B]], contracting_dims = [1] x [0] : (tensor<2x16xf32>, tensor<16x3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT:    [[Q:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<2x3xf32>
 // CHECK-NEXT:    [[D1:%.*]] = stablehlo.multiply [[D]], [[Q]] : tensor<2x3xf32>
-// CHECK-NEXT:    [[ABITS:%.*]] = stablehlo.bitcast_convert [[AS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[ASH:%.*]] = stablehlo.shift_right_logical [[ABITS]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[AE:%.*]] = stablehlo.subtract [[ASH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[BBITS:%.*]] = stablehlo.bitcast_convert [[BS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[BSH:%.*]] = stablehlo.shift_right_logical [[BBITS]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[BE:%.*]] = stablehlo.subtract [[BSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[AS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[AE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[BS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[BE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[P:%.*]] = stablehlo.add [[AE]], [[BE]] : tensor<i32>
 // CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[P]], [[K]] : tensor<i32>
@@ -46,14 +42,10 @@ func.func public @main(%arg0: tensor<2x16xf32>, %arg1: tensor<16x3xf32>) -> tens
 // CHECK-NEXT:    [[D:%.*]] = stablehlo.dot_general [[A]], [[B]], batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<4x2x16xf32>, tensor<4x16x3xf32>) -> tensor<4x2x3xf32>
 // CHECK-NEXT:    [[Q:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<4x2x3xf32>
 // CHECK-NEXT:    [[D1:%.*]] = stablehlo.multiply [[D]], [[Q]] : tensor<4x2x3xf32>
-// CHECK-NEXT:    [[ABITS:%.*]] = stablehlo.bitcast_convert [[AS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[ASH:%.*]] = stablehlo.shift_right_logical [[ABITS]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[AE:%.*]] = stablehlo.subtract [[ASH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[BBITS:%.*]] = stablehlo.bitcast_convert [[BS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[BSH:%.*]] = stablehlo.shift_right_logical [[BBITS]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[BE:%.*]] = stablehlo.subtract [[BSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[AS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[AE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[BS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[BE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[P:%.*]] = stablehlo.add [[AE]], [[BE]] : tensor<i32>
 // CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[P]], [[K]] : tensor<i32>
@@ -80,14 +72,10 @@ func.func public @main(%arg0: tensor<4x2x16xf32>, %arg1: tensor<4x16x3xf32>) -> 
 // CHECK-NEXT:    [[D:%.*]] = stablehlo.convolution([[A]], [[B]]) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = {{\[\[}}0, 0], [0, 0]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x8x8x4xf32>, tensor<3x3x4x2xf32>) -> tensor<1x6x6x2xf32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.constant dense<1.250000e-01> : tensor<1x6x6x2xf32>
 // CHECK-NEXT:    [[D1:%.*]] = stablehlo.multiply [[D]], [[E]] : tensor<1x6x6x2xf32>
-// CHECK-NEXT:    [[ABITS:%.*]] = stablehlo.bitcast_convert [[AS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[ASH:%.*]] = stablehlo.shift_right_logical [[ABITS]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[AE:%.*]] = stablehlo.subtract [[ASH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[BBITS:%.*]] = stablehlo.bitcast_convert [[BS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[BSH:%.*]] = stablehlo.shift_right_logical [[BBITS]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[BE:%.*]] = stablehlo.subtract [[BSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[AS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[AE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[BS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[BE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[P:%.*]] = stablehlo.add [[AE]], [[BE]] : tensor<i32>
 // CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<3> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[P]], [[K]] : tensor<i32>

@@ -13,11 +13,10 @@
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
-// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[HLO:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
 // CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp [[HLO]], [[XE]], [[XEC127]] : tensor<i32>
 // CHECK-NEXT:    [[HB:%.*]] = stablehlo.add [[HE]], [[XEC127]] : tensor<i32>
@@ -42,11 +41,8 @@
 // F16-LABEL: func.func public @main
 // F16-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf16>, tensor<f32>)
 // F16-NEXT:    [[W:%.*]] = stablehlo.convert [[X]] : (tensor<4xf16>) -> tensor<4xf32>
-// F16-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// F16-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// F16-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
-// F16-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// F16-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// F16:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// F16:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // F16-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
 // F16-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
 // F16:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
@@ -90,11 +86,8 @@ func.func public @main() -> tensor<4xf32> {
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
-// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
 // CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
 // CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
@@ -120,11 +113,8 @@ func.func public @main(%arg0: tensor<4xbf16>) -> tensor<4xbf16> {
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[XEBITS:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XESH:%.*]] = stablehlo.shift_right_logical [[XEBITS]], [[XEC23]] : tensor<i32>
-// CHECK-NEXT:    [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XESH]], [[XEC127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
 // CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
 // CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>

@@ -19,14 +19,12 @@
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[I:%.*]]: tensor<2x1xi32>, [[U:%.*]]: tensor<2xf32>, [[US:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[UB:%.*]] = stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[USH:%.*]] = stablehlo.shift_right_logical [[UB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[UE:%.*]] = stablehlo.subtract [[USH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[UE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[XE]], [[UE]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[XE]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
@@ -79,14 +77,12 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<2x1xi32>, %arg2: tens
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[I:%.*]]: tensor<2x1xi32>, [[U:%.*]]: tensor<2xf32>, [[US:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[UB:%.*]] = stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[USH:%.*]] = stablehlo.shift_right_logical [[UB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[UE:%.*]] = stablehlo.subtract [[USH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[UE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[XE]], [[UE]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[XE]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
@@ -139,11 +135,10 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<2x1xi32>, %arg2: tens
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[I:%.*]]: tensor<2x1xi32>, [[U:%.*]]: tensor<2xf32>, [[US:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
 // CHECK-NEXT:    [[XHC:%.*]] = stablehlo.clamp [[CM126]], [[XE]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[XHB:%.*]] = stablehlo.add [[XHC]], [[C127]] : tensor<i32>
@@ -159,9 +154,8 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<2x1xi32>, %arg2: tens
 // CHECK-NEXT:    [[XLF:%.*]] = stablehlo.bitcast_convert [[XLI]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[XLFB:%.*]] = stablehlo.broadcast_in_dim [[XLF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X0]], [[XLFB]] : tensor<4xf32>
-// CHECK-NEXT:    [[UB:%.*]] = stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[USH:%.*]] = stablehlo.shift_right_logical [[UB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[UE:%.*]] = stablehlo.subtract [[USH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[UE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[UHC:%.*]] = stablehlo.clamp [[CM126]], [[UE]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[UHB:%.*]] = stablehlo.add [[UHC]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[UHI:%.*]] = stablehlo.shift_left [[UHB]], [[C23]] : tensor<i32>

