@@ -202,7 +202,7 @@ def rule_collective(scope: Scope, op: ir.Operation) -> None:
     floats = [i for i, v in enumerate(olds) if scope.is_scaled(v)]
     agreed = agree(scope, region, [scope.scaled(olds[i]) for i in floats],
                    _collective_groups(op, region))
-    operands = [v if scope.is_scaled(v) else scope.plain(v) for v in olds]
+    operands = [v if scope.is_scaled(v) else scope.in_original_type(v) for v in olds]
     for i, value in zip(floats, agreed, strict=True):
         operands[i] = value.data
     new = emit_like(scope, op, operands)
@@ -280,7 +280,7 @@ def rule_manual_computation(scope: Scope, op: ir.Operation) -> None:
     for old, arg, sharding in zip(op.operands, old_args, in_shardings, strict=True):
         if not scope.is_scaled(old):
             bindings.append((arg, len(operands), None))
-            operands.append(scope.plain(old))
+            operands.append(scope.in_original_type(old))
             arg_types.append(arg.type)
             new_in.append(sharding)
             continue
@@ -333,7 +333,7 @@ def rule_manual_computation(scope: Scope, op: ir.Operation) -> None:
                                                         strict=True)):
         value = by_index.get(index)
         if value is None:
-            yields.append(body.plain(old))
+            yields.append(body.in_original_type(old))
             result_types.append(result.type)
             new_out.append(sharding)
             outer_scales.append(None)

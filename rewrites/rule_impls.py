@@ -344,7 +344,7 @@ def rule_convert(scope: Scope, op: ir.Operation) -> None:
     if not scope.is_scaled(source) and is_scalable_type(result.type) and \
             scope.exceeds_data_range(_largest_magnitude(element_type(source)),
                                      element_type(result)):
-        converted = scope.emit.convert(scope.plain(source), element_type(result))
+        converted = scope.emit.convert(scope.in_original_type(source), element_type(result))
         scope.set(result, scope.encode_in_range(converted))
         return
     if not scope.is_scaled(source) or not is_scalable_type(result.type):

@@ -66,7 +66,7 @@ def _at_common_scale(
     if len(indices) < len(olds):
         for i, old in enumerate(olds):
             if operands[i] is None:
-                operands[i] = scope.plain(old)
+                operands[i] = scope.in_original_type(old)
     return operands, scale
 
 
@@ -107,7 +107,7 @@ def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None,
         is_scalable_type(r.type) for r in op.results)
     if report is not None and touches_floats:
         scope.state.report_fallback(op, report)
-    operands = [scope.plain(old) for old in op.operands]
+    operands = [scope.in_original_type(old) for old in op.operands]
     captures = _captured_values(scope, op)  # computed before the clone, so they dominate it
     clone = op.clone(ip=scope.emit.ip)
     if RESCALE_ATTR in clone.attributes:
@@ -137,7 +137,7 @@ def _captured_values(scope: Scope, op: ir.Operation) -> dict[ir.Value, ir.Value]
     for inner in _nested_ops(op):
         for operand in inner.operands:
             if operand not in captures and scope.lookup(operand) is not None:
-                captures[operand] = scope.plain(operand)
+                captures[operand] = scope.in_original_type(operand)
     return captures
 
 

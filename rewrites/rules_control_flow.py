@@ -13,7 +13,7 @@ from scalify_hlo.rewrites.scope import Scaled, Scope
 
 def rule_optimization_barrier(scope: Scope, op: ir.Operation) -> None:
     """Data goes through the barrier; scales stay symbolic beside it."""
-    operands = [scope.scaled(v).data if scope.is_scaled(v) else scope.plain(v)
+    operands = [scope.scaled(v).data if scope.is_scaled(v) else scope.in_original_type(v)
                 for v in op.operands]
     new = scope.emit.op(op.name, operands, [v.type for v in operands], attributes_of(op))
     for old, value, new_value in zip(op.operands, op.results, new.results, strict=True):
@@ -48,7 +48,7 @@ def rule_while(scope: Scope, op: ir.Operation) -> None:
         _mark_unset(child, arguments, unset)
         terminator = child.rewrite_block(old_block)
         values = child.flatten(list(terminator.operands)) if returns_flat else [
-            child.plain(v) for v in terminator.operands]
+            child.in_original_type(v) for v in terminator.operands]
         child.emit.at(terminator.location).op("stablehlo.return", values, [])
     results = list(op.results)
     scope.bind_flat(results, list(new.results))
@@ -116,7 +116,7 @@ def _mark_unset(scope: Scope, olds: list[ir.Value], unset: list[bool]) -> None:
 
 def rule_case(scope: Scope, op: ir.Operation) -> None:
     """Every branch returns (data, scale) pairs; the results carry runtime scales."""
-    index = scope.plain(op.operands[0])
+    index = scope.in_original_type(op.operands[0])
     types = scope.flat_types(list(op.results))
     new = scope.emit.op(op.name, [index], types, attributes_of(op), regions=len(op.regions))
     for old_region, new_region in zip(op.regions, new.regions, strict=True):

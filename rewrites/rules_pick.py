@@ -64,7 +64,7 @@ def rule_compare(scope: Scope, op: ir.Operation) -> None:
 def _non_floats(scope: Scope, olds: list[ir.Value], indices: list[int]) -> list[ir.Value]:
     """The new values of the operands that are not at ``indices`` (placeholders there)."""
     skip = set(indices)
-    return [olds[i] if i in skip else scope.plain(v) for i, v in enumerate(olds)]
+    return [olds[i] if i in skip else scope.in_original_type(v) for i, v in enumerate(olds)]
 
 
 def _attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
@@ -79,7 +79,7 @@ def _uniform_predicate(scope: Scope, op: ir.Operation) -> ir.Value | None:
     pred = op.operands[0]
     while True:
         if ir.RankedTensorType(pred.type).rank == 0:
-            return scope.plain(pred)
+            return scope.in_original_type(pred)
         owner = pred.owner
         if isinstance(owner, ir.Block) or owner.operation.name != "stablehlo.broadcast_in_dim":
             return None
@@ -93,7 +93,7 @@ def _pick_whole_branch(scope: Scope, op: ir.Operation, pred: ir.Value) -> None:
     branches = [scope.scaled(v) for v in olds[1:]]
     datas = [b.data for b in branches]
     result_type = scope.data_type(scope.results_of(op)[1][0])
-    data = scope.emit.op(op.name, [scope.plain(olds[0]), *datas], [result_type],
+    data = scope.emit.op(op.name, [scope.in_original_type(olds[0]), *datas], [result_type],
                          _attributes(op)).result
     exponent = scope.emit.op("stablehlo.select", [pred, *(
         scope.exponent(b.scale) for b in branches)], [scope.exponent_type()]).result
@@ -189,7 +189,7 @@ def _select_by_exponent(scope: Scope, op: ir.Operation) -> None:
     overflow, the select drops it."""
     emit = scope.emit
     olds = list(op.operands)
-    pred = scope.plain(olds[0])
+    pred = scope.in_original_type(olds[0])
     branches = [scope.scaled(v) for v in olds[1:]]
     types = scope.state.types
     f32 = types.f32

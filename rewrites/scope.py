@@ -106,7 +106,7 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
     def set(self, old: ir.Value, new: Mapped) -> None:
         self.values[old] = new
 
-    def plain(self, old: ir.Value) -> ir.Value:
+    def in_original_type(self, old: ir.Value) -> ir.Value:
         """The new value of an operand in its original type (unscaling floats)."""
         found = self.get(old)
         if isinstance(found, Scaled):
