@@ -32,7 +32,7 @@ from scalify_hlo.rewrites.scope import (
 )
 from scalify_hlo.rewrites.signature_split import SignatureSplit, returned_values, scale_location
 from scalify_hlo.rewrites.sqrt_encoding import root_from_square, square_from_root
-from scalify_hlo.rewrites.square_values import wide_values
+from scalify_hlo.rewrites.square_values import square_dtype_values
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 
 # The pass's option choices (Policy.square_encoding, square_rounding).
@@ -171,14 +171,14 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
         state.compounding = compounding_constant_adds(func)
     wide = resolve_square_dtype(square_dtype, dtype)
     encode = resolve_square_encoding(square_encoding, square_dtype, dtype)
-    classes = wide_values(func) if wide is not None or dtype != "f32" or encode else None
+    classes = square_dtype_values(func) if wide is not None or dtype != "f32" or encode else None
     if wide is not None:
-        state.set_wide(classes.squares, float_type(wide))
+        state.give_own_dtype(classes.squares, float_type(wide))
         context.bump("scalify.square-values", len(classes.squares))
     if dtype != "f32" and classes.bits:
         # Floats made from integer bits keep f32's significand up to the nonlinear op that
         # reads them (jax.random's uniforms before erf_inv or log): see square_values.py.
-        state.set_wide(classes.bits, float_type("f32"))
+        state.give_own_dtype(classes.bits, float_type("f32"))
         context.bump("scalify.bit-values", len(classes.bits))
     encoded = frozenset(_boundary_squares(func, classes.squares)) if encode else frozenset()
     scalify_function(func, state, encoded, square_rounding == "stochastic")

@@ -76,12 +76,12 @@ class ScalifyState:
     reported: set[str] = field(default_factory=set)
     # Values of the original program that get a data type of their own (squares, see
     # square_values.py, and floats made from integer bits) and that type; empty: every value
-    # uses data_dtype. ``wide_dtype`` is None when there is none, else the widest of them.
-    wide: dict[ir.Value, ir.Type] = field(default_factory=dict)
-    wide_dtype: ir.Type | None = None
-    # The ops that define or use a value of ``wide``, and the type they compute in (see
+    # uses data_dtype. ``widest_own_dtype`` is None when there is none, else the widest of them.
+    own_dtypes: dict[ir.Value, ir.Type] = field(default_factory=dict)
+    widest_own_dtype: ir.Type | None = None
+    # The ops that define or use a value of ``own_dtypes``, and the type they compute in (see
     # ``op_dtype``), found once from the values rather than per op from its operands.
-    wide_ops: dict[ir.Operation, ir.Type] = field(default_factory=dict)
+    own_dtype_ops: dict[ir.Operation, ir.Type] = field(default_factory=dict)
     # The data type of the op being rewritten: its operands are read in it, its results made
     # in it (None outside an op: values keep their own type).
     current_dtype: ir.Type | None = None
@@ -106,29 +106,30 @@ class ScalifyState:
 
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""
-        if self.wide_dtype is not None:
-            return self.wide.get(old, self.data_dtype)
+        if self.widest_own_dtype is not None:
+            return self.own_dtypes.get(old, self.data_dtype)
         return self.data_dtype
 
-    def set_wide(self, values: set[ir.Value], dtype: ir.Type) -> None:
-        """Make ``values`` wide (of type ``dtype``), and note the ops that touch them; a value
-        or op in two classes (a square of random bits) takes the wider type."""
-        wide, wide_ops = self.wide, self.wide_ops
+    def give_own_dtype(self, values: set[ir.Value], dtype: ir.Type) -> None:
+        """Give ``values`` the data type ``dtype`` (wider than the data dtype), and note the
+        ops that touch them; a value or op in two classes (a square of random bits) takes the
+        wider type."""
+        own, own_ops = self.own_dtypes, self.own_dtype_ops
         for value in values:
-            wide[value] = _wider(wide.get(value), dtype)
+            own[value] = _wider(own.get(value), dtype)
             owner = value.owner
             touching = [] if isinstance(owner, ir.Block) else [owner.operation]
             touching += [use.owner.operation for use in value.uses]
             for op in touching:
-                wide_ops[op] = _wider(wide_ops.get(op), dtype)
+                own_ops[op] = _wider(own_ops.get(op), dtype)
         if values:
-            self.wide_dtype = _wider(self.wide_dtype, dtype)
+            self.widest_own_dtype = _wider(self.widest_own_dtype, dtype)
 
     def op_dtype(self, op: ir.Operation) -> ir.Type:
         """Wide if any float operand or result of ``op`` is wide: an op computes in the wider
         type of what it touches, so a square is formed, and its sqrt taken, in it."""
-        if self.wide_dtype is not None:
-            return self.wide_ops.get(op, self.data_dtype)
+        if self.widest_own_dtype is not None:
+            return self.own_dtype_ops.get(op, self.data_dtype)
         return self.data_dtype
 
     def report_fallback(self, op: ir.Operation, why: str) -> None:

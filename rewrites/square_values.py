@@ -112,7 +112,7 @@ _VISITED = ("stablehlo.multiply", "stablehlo.divide", *_JOINS_ALL, *_JOINS_SOME,
 
 
 @dataclass(frozen=True)
-class WideValues:
+class SquareDtypeValues:
     """The float values in a class with a square (wide for range) and those in a class with
     floats made from integer bits (wide for precision: always f32)."""
 
@@ -122,7 +122,7 @@ class WideValues:
 
 def square_values(func: ir.Operation) -> set[ir.Value]:
     """The float values of ``func`` (its body and nested regions) in a class with a square."""
-    return wide_values(func).squares
+    return square_dtype_values(func).squares
 
 
 def _is_bits_to_float(op: ir.Operation, types: Types) -> bool:
@@ -131,7 +131,7 @@ def _is_bits_to_float(op: ir.Operation, types: Types) -> bool:
     return isinstance(operand_type, ir.IntegerType) and types.is_scalable(op.results[0].type)
 
 
-def wide_values(func: ir.Operation) -> WideValues:
+def square_dtype_values(func: ir.Operation) -> SquareDtypeValues:
     """The classes of ``func``'s float values (its body and nested regions) that hold a
     square, and those that hold floats made from integer bits.
 
@@ -196,7 +196,7 @@ def wide_values(func: ir.Operation) -> WideValues:
             # where f16 flushes it next to var's scale and rsqrt(0) is inf.
             for operand, result in zip(operands[:len(results)], results, strict=True):
                 join(result, operand)
-    return WideValues(_classes_of(sets, seeds), _classes_of(sets, bit_seeds))
+    return SquareDtypeValues(_classes_of(sets, seeds), _classes_of(sets, bit_seeds))
 
 
 def _classes_of(sets: _UnionFind, seeds: list[ir.Value]) -> set[ir.Value]:

@@ -38,7 +38,7 @@ class Walker:
         state = self.state
         saved = state.current_dtype
         results = list(op.results)  # read once: each access makes new binding objects
-        wide = state.wide_dtype is not None
+        wide = state.widest_own_dtype is not None
         state.current_dtype = state.op_dtype(op)
         try:
             self._rewrite_op(op, results)
