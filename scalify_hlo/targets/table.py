@@ -26,15 +26,13 @@ class Target:
     reason: str
 
 
+_BF16_INT8_MXU = "bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a bf16 one"
+
 TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("v4", "tpu", "bfloat16", False, "TPU v4: bf16 MXU, no FP8 arithmetic"),
-    Target("v5e", "tpu", "bfloat16", False,
-           "TPU v5e: bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a bf16 one"),
-    Target("v5p", "tpu", "bfloat16", False,
-           "TPU v5p: bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a bf16 one"),
-    Target("v6e", "tpu", "bfloat16", False,
-           "TPU v6e (Trillium): bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a "
-           "bf16 one"),
+    Target("v5e", "tpu", "bfloat16", False, f"TPU v5e: {_BF16_INT8_MXU}"),
+    Target("v5p", "tpu", "bfloat16", False, f"TPU v5p: {_BF16_INT8_MXU}"),
+    Target("v6e", "tpu", "bfloat16", False, f"TPU v6e (Trillium): {_BF16_INT8_MXU}"),
     Target("tpu7x", "tpu", "bfloat16", True,
            "TPU7x (Ironwood): FP8 MXU at twice the bf16 rate"),
     Target("tpu", "tpu", "bfloat16", False, "a TPU this table does not know: bf16, no FP8"),
