@@ -45,5 +45,5 @@ def compile_scaled(fn: Callable[..., Any], *args: Any, policy: Policy | None = N
         raise ScalifyError("compile_scaled takes a target or a policy/pipeline, not both "
                            "(Policy.for_target(target, ...) combines them)")
     chosen = pipeline if pipeline is not None else (
-        policy or Policy.for_target(target)).pipeline()
+        policy or Policy.for_target(target)).passes()
     return ScaledStep(fn, args, chosen, return_scaled, check_scales)

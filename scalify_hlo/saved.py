@@ -184,7 +184,7 @@ def _rebuild(meta: dict[str, Any], exported: jax_export.Exported,
         raise ValueError("its program and leaf specs disagree")
     report = meta["report"]
     step = ScaledStep.__new__(ScaledStep)
-    step.pipeline = meta["pipeline"]
+    step.pipeline = step._passes = meta["pipeline"]
     step.return_scaled = bool(meta["return_scaled"])
     step.check_scales = bool(meta["check_scales"])
     step._in_specs, step._in_tree = in_specs, in_tree

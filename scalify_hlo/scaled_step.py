@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -32,6 +32,7 @@ from scalify_hlo.leaf_specs import (
     specs_of_tree,
     with_encodings,
 )
+from scalify_hlo.rewrites.registry import ModulePass, print_pipeline
 from scalify_hlo.scaled_array import (
     ScaleBank,
     ScaledArray,
@@ -66,9 +67,13 @@ BANK_GROUP = 8
 class ScaledStep:
     """A compiled scaled step; call it with the same pytrees as the original function."""
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], pipeline: str,
-                 return_scaled: bool = True, check_scales: bool = False) -> None:
-        self.pipeline = pipeline
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...],
+                 pipeline: str | Sequence[ModulePass], return_scaled: bool = True,
+                 check_scales: bool = False) -> None:
+        # The passes as given (a Policy's pass objects run as they are, not printed and parsed
+        # back), and their text for reports, saved steps and messages.
+        self._passes = pipeline
+        self.pipeline = pipeline if isinstance(pipeline, str) else print_pipeline(pipeline)
         self.return_scaled = return_scaled
         # Read every scale a call gets on the device and refuse bad ones (one wait per call),
         # and split traced ones (see _own_scale).
@@ -110,21 +115,21 @@ class ScaledStep:
             if len(signature[0].inputs) == expected:  # else refused below
                 self._first_same_scale = first_same_scale(module, self._out_specs)
 
-        result = rewrite_module_source(self._exported_text, pipeline, debug_info=True,
+        result = rewrite_module_source(self._exported_text, self._passes, debug_info=True,
                                        inspect=inspect, records=True, count_ops=True)
         if result.error is not None or result.output is None:
             raise ScalifyError(f"cannot rewrite the step: {result.error}")
         self.text = result.output.decode()
         if len(signature[0].inputs) != expected:
             raise ScalifyError(
-                f"the pipeline '{pipeline}' does not give the scaled calling convention (a "
+                f"the pipeline '{self.pipeline}' does not give the scaled calling convention (a "
                 f"(data, scale) pair per floating argument: {expected} arguments, got "
                 f"{len(signature[0].inputs)}); compile_scaled needs one with scalify")
         self._in_specs = with_encodings(self._in_specs, signature[0].sqrt_inputs)
         self._out_specs = with_encodings(self._out_specs, signature[0].sqrt_results)
         self._report = Report(result.ops_before, result.ops_after, dict(result.context.stats),
                               list(result.context.warnings),
-                              list(result.context.records or []), pipeline)
+                              list(result.context.records or []), self.pipeline)
         self.exported = scaled_exported(original, self.text, signature[0], self._in_specs,
                                          self._out_specs)
         self._set_calling_convention()
@@ -393,7 +398,7 @@ class ScaledStep:
             def keep(name: str, text: str) -> None:
                 stages[name] = text
 
-            result = rewrite_module_source(self._exported_text, self.pipeline,
+            result = rewrite_module_source(self._exported_text, self._passes,
                                            debug_info=True, dump_after_pass=keep)
             if result.error is not None:
                 raise ScalifyError(f"cannot rewrite the step again: {result.error}")

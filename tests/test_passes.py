@@ -73,3 +73,20 @@ def test_a_pass_is_validated_when_constructed(make, message: str) -> None:
 def test_policy_pipeline_is_its_passes_printed(policy: Policy) -> None:
     assert parse_pipeline(policy.pipeline()) == policy.passes()
     assert all(isinstance(p, ModulePass) for p in policy.passes())
+
+
+def test_compile_scaled_runs_a_policys_pass_objects_without_parsing_text(monkeypatch) -> None:
+    """A Policy reaches the rewrite as pass objects: no pipeline text is printed and parsed
+    back on the way (the text is kept for reports only)."""
+    import jax.numpy as jnp
+
+    from scalify_hlo import api, compile_scaled
+
+    def refuse(text: str) -> None:
+        raise AssertionError(f"pipeline text parsed: {text}")
+
+    monkeypatch.setattr(api, "parse_pipeline", refuse)
+    policy = Policy(data_dtype="float32", fp8_dots=False)
+    step = compile_scaled(lambda x: x * 3.0, jnp.ones(4), policy=policy)
+    assert step.pipeline == policy.pipeline()
+    assert float(step(*step.scale_args(jnp.ones(4))).unscale()[0]) == 3.0
