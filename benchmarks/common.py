@@ -191,10 +191,10 @@ def gpt_label(config: dict[str, int]) -> str:
 def count_module_ops(text: str) -> int:
     """Operations in a StableHLO module (all dialects, ``builtin.module`` excluded), the
     count ``scalify-hlo rewrite --stats`` reports."""
-    from scalify_hlo import ir as hlo_ir
+    from scalify_hlo import module_io
 
-    with hlo_ir.ir_context():
-        return sum(hlo_ir.count_ops(hlo_ir.parse_module(text)).values())
+    with module_io.ir_context():
+        return sum(module_io.count_ops(module_io.parse_module(text)).values())
 
 
 def rewrite_or_fail(text: str, pipeline: str) -> str:

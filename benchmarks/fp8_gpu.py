@@ -73,8 +73,7 @@ from common import (
 )
 from jax.extend.mlir import ir
 
-from scalify_hlo import gpu_aot
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import gpu_aot, module_io
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import DEFAULT_PIPELINE
@@ -144,8 +143,8 @@ def dot_dtypes(text: str) -> dict[str, int]:
     """dot_generals of a module by operand element types: what a baseline really runs
     (JAX's type promotion can turn a "bf16" step's dot into an f32 one)."""
     kinds: Counter[str] = Counter()
-    with hlo_ir.ir_context():
-        module = hlo_ir.parse_module(text)
+    with module_io.ir_context():
+        module = module_io.parse_module(text)
 
         def visit(op: ir.Operation) -> ir.WalkResult:
             if op.name == "stablehlo.dot_general":

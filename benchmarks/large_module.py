@@ -65,7 +65,7 @@ _CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, {bench!r})
 from large_module import generate
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import module_io
 from scalify_hlo.rewrites import PassContext, parse_pipeline, run_pipeline
 
 ops, pipeline, profile = {ops}, {pipeline!r}, {profile}
@@ -75,20 +75,20 @@ timings = {{}}
 
 def rewrite():
     start = time.perf_counter()
-    with hlo_ir.ir_context():
-        module = hlo_ir.parse_module(text)
+    with module_io.ir_context():
+        module = module_io.parse_module(text)
         timings["parse"] = time.perf_counter() - start
-        before = sum(hlo_ir.count_ops(module).values())
+        before = sum(module_io.count_ops(module).values())
         context = PassContext()
         for module_pass in parse_pipeline(pipeline):
             t = time.perf_counter()
             run_pipeline(module, [module_pass], context)
             timings[module_pass.name] = time.perf_counter() - t
         t = time.perf_counter()
-        hlo_ir.verify(module)
-        out = hlo_ir.write_module(module, hlo_ir.EmitFormat.TEXT)
+        module_io.verify(module)
+        out = module_io.write_module(module, module_io.EmitFormat.TEXT)
         timings["verify+print"] = time.perf_counter() - t
-        after = sum(hlo_ir.count_ops(module).values())
+        after = sum(module_io.count_ops(module).values())
     return before, after, len(out), time.perf_counter() - start
 
 if profile:

@@ -63,8 +63,7 @@ from common import (
     verdict,
 )
 
-from scalify_hlo import gpu_aot
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import gpu_aot, module_io
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.policy import DEFAULT_PIPELINE
 from scalify_hlo.rewrites import PassContext, parse_pipeline, run_pipeline
@@ -132,9 +131,9 @@ def phase_split(text: str, pipeline: str) -> dict[str, float]:
     phases: dict[str, float] = {}
     gc.disable()
     try:
-        with hlo_ir.ir_context():
+        with module_io.ir_context():
             last = time.process_time()
-            module = hlo_ir.parse_module(text)
+            module = module_io.parse_module(text)
 
             def mark(name: str) -> None:
                 nonlocal last
@@ -146,9 +145,9 @@ def phase_split(text: str, pipeline: str) -> dict[str, float]:
             run_pipeline(module, parse_pipeline(pipeline), PassContext(),
                          lambda module_pass, _: mark(module_pass.name))
             last = time.process_time()
-            hlo_ir.verify(module)
+            module_io.verify(module)
             mark("verify")
-            hlo_ir.write_module(module, hlo_ir.EmitFormat.TEXT, verified=True)
+            module_io.write_module(module, module_io.EmitFormat.TEXT, verified=True)
             mark("print")
     finally:
         gc.enable()
@@ -177,8 +176,8 @@ def ratio(a: float, b: float) -> float:
 def measure_step(label: str, text: str, args: argparse.Namespace, rounds: int,
                  h100: bool) -> dict[str, Any]:
     """Every figure of one step, original and each mode."""
-    with hlo_ir.ir_context():
-        ops = sum(hlo_ir.count_ops(hlo_ir.parse_module(text)).values())
+    with module_io.ir_context():
+        ops = sum(module_io.count_ops(module_io.parse_module(text)).values())
     rewritten = {mode: rewrite(text, MODES[mode]) for mode in args.modes}  # also a warm-up
     fns = {f"rewrite/{mode}": (lambda p=MODES[mode]: rewrite(text, p)) for mode in args.modes}
     fns["compile/original"] = lambda: compile_module(text)

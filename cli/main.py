@@ -11,8 +11,7 @@ import sys
 
 import click
 
-from scalify_hlo import __version__
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import __version__, module_io
 from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.cli.commands_demo import COMMANDS as DEMO_COMMANDS
 from scalify_hlo.cli.commands_explain import COMMANDS as EXPLAIN_COMMANDS
@@ -48,7 +47,7 @@ def print_stats(results: list[ChunkResult]) -> None:
     total_before, total_after = sum(before.values()), sum(after.values())
     ratio = f"  ({total_after / total_before:.2f}x)" if total_before else ""
     lines.append(f"{'total':<{width}}  {total_before:>8}  {total_after:>8}{ratio}  "
-                 f"{hlo_ir.OPS_COUNTED}")
+                 f"{module_io.OPS_COUNTED}")
     lines += [f"{name}: {value}" for name, value in sorted(stats.items())]
     click.echo("\n".join(lines), err=True)
 
@@ -77,7 +76,7 @@ def cli() -> None:
               help="Rewrite each '// -----' separated chunk of IN as its own module.")
 @click.option("--print-ir-after-all", is_flag=True, help="Print the module to stderr after "
               "each pass.")
-@click.option("--emit", type=click.Choice([f.value for f in hlo_ir.EmitFormat]), default="text",
+@click.option("--emit", type=click.Choice([f.value for f in module_io.EmitFormat]), default="text",
               show_default=True, help="Output format; portable is a versioned StableHLO "
               "artifact.")
 @click.option("--stats", is_flag=True, help="Print op counts before and after, and pass "
@@ -96,16 +95,16 @@ def rewrite(input_path: str, output: str, pipeline: str | None, target: str | No
     pipeline_passes = parse_pipeline(DEFAULT_PIPELINE if pipeline is None else pipeline)
     data = read_input(input_path)
     filename = "<stdin>" if input_path == "-" else input_path
-    fmt = hlo_ir.EmitFormat(emit)
+    fmt = module_io.EmitFormat(emit)
     dump = dump_ir if print_ir_after_all else None
     if split_input_file:
-        if fmt is not hlo_ir.EmitFormat.TEXT:
+        if fmt is not module_io.EmitFormat.TEXT:
             raise UserError("--split-input-file needs --emit text")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise UserError(f"{filename}: --split-input-file needs a text input") from None
-        chunks = [(c.text, c.first_line) for c in hlo_ir.split_input(text)]
+        chunks = [(c.text, c.first_line) for c in module_io.split_input(text)]
     else:
         chunks = [(data, 0)]
     results = [
@@ -125,9 +124,9 @@ def rewrite(input_path: str, output: str, pipeline: str | None, target: str | No
     if errors and (output != "-" or not split_input_file):
         sys.exit(EXIT_USER_ERROR)
     outputs = [r.output for r in results if r.output is not None]
-    separator = f"\n{hlo_ir.SPLIT_MARKER}\n".encode()
+    separator = f"\n{module_io.SPLIT_MARKER}\n".encode()
     write_output(output, separator.join(o.rstrip(b"\n") + b"\n" for o in outputs)
-                 if fmt is hlo_ir.EmitFormat.TEXT else outputs[0])
+                 if fmt is module_io.EmitFormat.TEXT else outputs[0])
     if errors:
         sys.exit(EXIT_USER_ERROR)
 

@@ -27,7 +27,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.dtypes import DATA_DTYPES, FP8_FORMATS, FP8_MAX, FP8_TOP_EXPONENT
 from scalify_hlo.errors import PipelineError
-from scalify_hlo.ir import short_location
+from scalify_hlo.module_io import short_location
 from scalify_hlo.name_stack import has_name_stack, is_backward
 from scalify_hlo.rewrites.emitter import (
     Emitter,

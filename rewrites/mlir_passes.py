@@ -8,7 +8,7 @@ from typing import ClassVar
 from jax.extend.mlir import ir, passmanager
 
 from scalify_hlo.errors import RewriteError
-from scalify_hlo.ir import format_diagnostics
+from scalify_hlo.module_io import format_diagnostics
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.ir import short_location
+from scalify_hlo.module_io import short_location
 from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP, Emitter
 from scalify_hlo.rewrites.scalify_state import Scaled
 from scalify_hlo.scale import Scale, saturate_exponent

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from jax.extend.mlir import ir
 
 from scalify_hlo.errors import RewriteError
-from scalify_hlo.ir import short_location
+from scalify_hlo.module_io import short_location
 from scalify_hlo.rewrites.emitter import Types, element_type
 from scalify_hlo.rewrites.registry import PassContext
 from scalify_hlo.scale import Factor, Scale

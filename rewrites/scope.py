@@ -11,7 +11,7 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from scalify_hlo.errors import RewriteError
-from scalify_hlo.ir import short_location
+from scalify_hlo.module_io import short_location
 from scalify_hlo.rewrites.common_scale import CommonScale
 from scalify_hlo.rewrites.dynamic_rescale import Rescaler
 from scalify_hlo.rewrites.emitter import Emitter, splat_constant_value, with_element_type

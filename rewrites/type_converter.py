@@ -13,7 +13,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.flat_pairs import flat_positions
-from scalify_hlo.ir import short_location
+from scalify_hlo.module_io import short_location
 from scalify_hlo.rewrites.emitter import Emitter, dtype_name, element_type, is_scalable_type
 from scalify_hlo.rewrites.scalify_state import Scaled
 from scalify_hlo.scale import EXPONENT_RANGES, LARGEST_FINITE, ONE, UNSET_EXPONENT, Scale

@@ -33,7 +33,7 @@ find_checkout_folders()  # Python run in a checkout finds scalify_hlo.rewrites i
 
 
 def __getattr__(name: str) -> Any:
-    """Import the API lazily, so that ``scalify_hlo.ir`` and the CLI's --help stay fast."""
+    """Import the API lazily, so that ``scalify_hlo.module_io`` and the CLI's --help stay fast."""
     if name in _LAZY:
         import importlib
 

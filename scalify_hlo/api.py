@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from jax.extend.mlir import ir
 
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import module_io
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import DEFAULT_PIPELINE
 from scalify_hlo.rewrites import (
@@ -60,7 +60,7 @@ def rewrite_module_source(
     *,
     filename: str = "-",
     line_offset: int = 0,
-    emit: hlo_ir.EmitFormat = hlo_ir.EmitFormat.TEXT,
+    emit: module_io.EmitFormat = module_io.EmitFormat.TEXT,
     debug_info: bool = False,
     dump_after_pass: DumpHook | None = None,
     inspect: InspectHook | None = None,
@@ -89,25 +89,25 @@ def rewrite_module_source(
     result = ChunkResult(output=None)
     if records:
         result.context.records = []
-    with _cyclic_gc_paused(), hlo_ir.ir_context():
+    with _cyclic_gc_paused(), module_io.ir_context():
         try:
-            module = hlo_ir.parse_module(source, filename, line_offset)
+            module = module_io.parse_module(source, filename, line_offset)
             if count_ops:
-                result.ops_before = hlo_ir.count_ops(module)
+                result.ops_before = module_io.count_ops(module)
 
             def after(module_pass: ModulePass, current) -> None:
                 if dump_after_pass is not None:
-                    dump_after_pass(str(module_pass), hlo_ir.module_to_text(current, debug_info))
+                    dump_after_pass(str(module_pass), module_io.module_to_text(current, debug_info))
 
             run_pipeline(module, passes, result.context, after, verify_each)
             if count_ops:
-                result.ops_after = hlo_ir.count_ops(module)
+                result.ops_after = module_io.count_ops(module)
             if inspect is not None:
                 inspect(module)
-            result.output = hlo_ir.write_module(module, emit, debug_info, verified=True)
+            result.output = module_io.write_module(module, emit, debug_info, verified=True)
         except ScalifyError as exc:
-            result.error = hlo_ir.relocate(str(exc), filename, line_offset)
-    result.context.warnings = [hlo_ir.relocate(w, filename, line_offset)
+            result.error = module_io.relocate(str(exc), filename, line_offset)
+    result.context.warnings = [module_io.relocate(w, filename, line_offset)
                                for w in result.context.warnings]
     if result.context.records:
         result.context.records = _relocated(result.context.records, filename, line_offset)
@@ -122,7 +122,7 @@ def _relocated(records: list[Record], filename: str, line_offset: int) -> list[R
     for record in records:
         text = texts.get(record.location)
         if text is None:
-            text = texts[record.location] = hlo_ir.relocate_location(record.location,
+            text = texts[record.location] = module_io.relocate_location(record.location,
                                                                      filename, line_offset)
         relocated.append(record if text is record.location
                          else record._replace(location=text))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import module_io
 from scalify_hlo.dtypes import DATA_DTYPES, FLOAT_DTYPES
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.flat_pairs import flat_positions, flat_size
@@ -63,9 +63,9 @@ class LoadedModule:
 def load_module(source: bytes | str, filename: str = "-") -> LoadedModule:
     """Read MLIR text, bytecode or a portable artifact; raises ScalifyError if invalid."""
     signature = entry_signature(source, filename)
-    if isinstance(source, bytes) and source.startswith(hlo_ir.BYTECODE_MAGIC):
-        with hlo_ir.ir_context():
-            text = hlo_ir.module_to_text(hlo_ir.parse_module(source, filename))
+    if isinstance(source, bytes) and source.startswith(module_io.BYTECODE_MAGIC):
+        with module_io.ir_context():
+            text = module_io.module_to_text(module_io.parse_module(source, filename))
     else:
         text = source.decode("utf-8") if isinstance(source, bytes) else source
     return LoadedModule(text, signature, filename)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from jax.extend.mlir import ir
 
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import module_io
 from scalify_hlo.names import (
     ORIGINAL_TYPE_ATTR,
     argument_names,
@@ -51,8 +51,8 @@ class ModuleInfo:
 
 def module_info(source: str | bytes, filename: str = "-") -> ModuleInfo:
     """Parse ``source`` once and describe its entry function."""
-    with hlo_ir.ir_context():
-        module = hlo_ir.parse_module(source, filename)
+    with module_io.ir_context():
+        module = module_io.parse_module(source, filename)
         func = entry_function(module)
         names = argument_names(func)
         original = _original_signature(func)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from jax.extend.mlir import ir
 
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import module_io
 from scalify_hlo.dtypes import DATA_DTYPES, ELEMENT_DTYPES, EXPONENT_RANGES
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.flat_pairs import flat_positions
@@ -72,8 +72,8 @@ def _spec(t: ir.Type) -> TensorSpec:
 
 def entry_signature(source: str | bytes, filename: str = "-") -> EntrySignature:
     """The argument and result types of a module's entry function."""
-    with hlo_ir.ir_context():
-        return signature_of(hlo_ir.parse_module(source, filename))
+    with module_io.ir_context():
+        return signature_of(module_io.parse_module(source, filename))
 
 
 def signature_of(module: ir.Module) -> EntrySignature:

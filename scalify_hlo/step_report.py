@@ -9,7 +9,7 @@ import dataclasses
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.explain import FORMATS as EXPLAIN_FORMATS
 from scalify_hlo.explain import Explanation
-from scalify_hlo.ir import OPS_COUNTED
+from scalify_hlo.module_io import OPS_COUNTED
 from scalify_hlo.rewrites import Record
 
 

@@ -47,7 +47,7 @@ import ml_dtypes
 import numpy as np
 from jax.extend.mlir import ir
 
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import module_io
 from scalify_hlo.rewrites.emitter import read_dense
 from scalify_hlo.signature import ELEMENT_DTYPES
 from scalify_hlo.symbols import entry_function
@@ -264,8 +264,8 @@ class Fp8Emulator:
     def run(self, inputs: Sequence[np.ndarray], trace: Trace | None = None,
             overrides: dict[int, np.ndarray] | None = None) -> list[np.ndarray]:
         self.dots, self.replaced = [], []
-        with hlo_ir.ir_context():
-            module = hlo_ir.parse_module(self.text)
+        with module_io.ir_context():
+            module = module_io.parse_module(self.text)
             block = entry_function(module).regions[0].blocks[0]
             if len(inputs) != len(block.arguments):
                 raise ValueError(f"expected {len(block.arguments)} inputs, got {len(inputs)}")
@@ -315,7 +315,7 @@ class Fp8Emulator:
         method = getattr(self, "op_" + name.removeprefix("stablehlo."), None)
         if not name.startswith("stablehlo.") or method is None:
             raise UnsupportedOpError(
-                f"{hlo_ir.short_location(op.location)}: the emulator has no rule for {name}")
+                f"{module_io.short_location(op.location)}: the emulator has no rule for {name}")
         return method(op, args)
 
     def op_constant(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -428,7 +428,7 @@ class Fp8Emulator:
         b = np.transpose(rhs, rb + rc + rf).astype(np.float64).reshape(batch, k, n)
         products = a[:, :, :, None] * b[:, None, :, :]  # (batch, m, k, n), exact in f64
         exact = products.sum(axis=2)
-        self.dots.append(DotRecord(op.name + " " + hlo_ir.short_location(op.location),
+        self.dots.append(DotRecord(op.name + " " + module_io.short_location(op.location),
                                    str(lhs.dtype), str(rhs.dtype),
                                    _partial_sums_exact_in_f32(products)))
         t = op.results[0].type
@@ -475,8 +475,8 @@ def is_implementation_defined(op: ir.Operation) -> bool:
 
 def implementation_defined_positions(text: str) -> list[int]:
     """Positions in the entry block of the ops for which :func:`is_implementation_defined`."""
-    with hlo_ir.ir_context():
-        module = hlo_ir.parse_module(text)  # kept alive while its ops are read
+    with module_io.ir_context():
+        module = module_io.parse_module(text)  # kept alive while its ops are read
         block = entry_function(module).regions[0].blocks[0]
         return [i for i, view in enumerate(block.operations)
                 if is_implementation_defined(view.operation)]
@@ -485,8 +485,8 @@ def implementation_defined_positions(text: str) -> list[int]:
 def with_probes(text: str, positions: Sequence[int]) -> str:
     """The module with the results of the ops at ``positions`` appended to the entry
     function's results, so that XLA reports the values it computed there."""
-    with hlo_ir.ir_context():
-        module = hlo_ir.parse_module(text)
+    with module_io.ir_context():
+        module = module_io.parse_module(text)
         func = entry_function(module)
         block = func.regions[0].blocks[0]
         ops = [view.operation for view in block.operations]
@@ -503,7 +503,7 @@ def with_probes(text: str, positions: Sequence[int]) -> str:
             attrs = list(ir.ArrayAttr(func.attributes["res_attrs"]))
             attrs += [ir.DictAttr.get({})] * len(probes)
             func.attributes["res_attrs"] = ir.ArrayAttr.get(attrs)
-        return hlo_ir.module_to_text(module)
+        return module_io.module_to_text(module)
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:

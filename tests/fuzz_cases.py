@@ -512,12 +512,12 @@ class Result:
 
 def _output_parses(path: Path) -> str | None:
     """None when ``path`` holds a valid module, else why not."""
-    from scalify_hlo import ir as hlo_ir
+    from scalify_hlo import module_io
     from scalify_hlo.errors import ScalifyError
 
     try:
-        with hlo_ir.ir_context():
-            hlo_ir.parse_module(path.read_bytes(), str(path))
+        with module_io.ir_context():
+            module_io.parse_module(path.read_bytes(), str(path))
     except ScalifyError as exc:
         return str(exc)
     return None

@@ -27,13 +27,13 @@ from scalify_hlo import (
     ScaledStep,
     as_scaled,
     compile_scaled,
+    module_io,
     scale_tree,
     unscale_tree,
 )
-from scalify_hlo import ir as hlo_ir
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
-from scalify_hlo.ir import OPS_COUNTED
+from scalify_hlo.module_io import OPS_COUNTED
 from scalify_hlo.scaled_array import ZERO_SCALE, is_scaled_leaf
 from scalify_hlo.signature import ELEMENT_DTYPES, entry_signature
 from testdata import models
@@ -483,13 +483,13 @@ def test_stages_are_printed_only_when_asked_for(monkeypatch: pytest.MonkeyPatch)
     (0.47 s -> 0.87 s on the transformer step): it happens on the first ``stage()``, from a
     rerun of the pipeline that gives the same module."""
     printed: list[int] = []
-    real = hlo_ir.module_to_text
+    real = module_io.module_to_text
 
     def counting(*args: Any, **kwargs: Any) -> str:
         printed.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(hlo_ir, "module_to_text", counting)
+    monkeypatch.setattr(module_io, "module_to_text", counting)
     fn, args = models.mlp_step()
     step = compile_scaled(fn, *args, policy=F32)
     assert printed == []

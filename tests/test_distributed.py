@@ -29,7 +29,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 sys.path.insert(0, sys.argv[1])
 import models
 from scalify_hlo import Policy, ScaledArray, compile_scaled, unscale_tree
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import module_io
 from scalify_hlo.scaled_array import is_scaled_leaf
 from scalify_hlo.signature import entry_signature
 from scalify_hlo.symbols import entry_function
@@ -98,8 +98,8 @@ for spec in original.inputs:
     if spec.is_scaled:
         scale_positions.append(position + 1)
     position += 2 if spec.is_scaled else 1
-with hlo_ir.ir_context():
-    func = entry_function(hlo_ir.parse_module(scaled_step.text))
+with module_io.ir_context():
+    func = entry_function(module_io.parse_module(scaled_step.text))
     arg_attrs = [str(a) for a in func.attributes["arg_attrs"]]
 report["scale_arg_attrs"] = [arg_attrs[i] for i in scale_positions]
 report["data_arg_attrs"] = [arg_attrs[i - 1] for i in scale_positions]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import module_io
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.cli.main import cli
 from scalify_hlo.explain import Explanation, split_location
@@ -38,7 +38,7 @@ def explain(*args: str) -> str:
 
 
 def first_chunk(path: Path) -> str:
-    return hlo_ir.split_input(path.read_text())[0].text
+    return module_io.split_input(path.read_text())[0].text
 
 
 def op_line(text: str, op: str = "stablehlo.cholesky") -> int:
@@ -188,7 +188,7 @@ def test_records_are_kept_only_when_asked_and_change_nothing() -> None:
 
 
 def test_records_of_a_chunk_point_at_the_file_line() -> None:
-    chunk = hlo_ir.split_input(FALLBACK.read_text())[0]
+    chunk = module_io.split_input(FALLBACK.read_text())[0]
     result = rewrite_module_source(chunk.text, "scalify{data-dtype=f32}",
                                    filename="golden.mlir", line_offset=chunk.first_line,
                                    records=True)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from jax.extend.mlir import ir
 
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import module_io
 from scalify_hlo.api import ChunkResult, rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.policy import DEFAULT_PIPELINE, Policy
@@ -101,8 +101,8 @@ class Dot:
 
 def _dots(text: str) -> list[Dot]:
     dots: list[Dot] = []
-    with hlo_ir.ir_context():
-        module = hlo_ir.parse_module(text)
+    with module_io.ir_context():
+        module = module_io.parse_module(text)
 
         def visit(op: ir.Operation) -> ir.WalkResult:
             if op.name == "stablehlo.dot_general":
@@ -441,7 +441,7 @@ def test_golden_fp8_modules_run_on_xla_cpu(path: Path) -> None:
     and runs on XLA:CPU and computes what the original module computes."""
     pipelines = _golden_pipelines(path)
     assert pipelines
-    for index, chunk in enumerate(hlo_ir.split_input(path.read_text())):
+    for index, chunk in enumerate(module_io.split_input(path.read_text())):
         signature = entry_signature(chunk.text)
         inputs = _grid_inputs(signature, np.random.default_rng(index))
         reference = run_module(chunk.text, inputs)

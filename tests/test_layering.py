@@ -21,7 +21,7 @@ FOLDERS = {"scalify_hlo.rewrites": "rewrites", "scalify_hlo.cli": "cli",
 # Layers from the bottom up, with the modules (and packages: every module under them) in each.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ir", ("scalify_hlo", "scalify_hlo._checkout", "scalify_hlo.dtypes", "scalify_hlo.errors",
-            "scalify_hlo.files", "scalify_hlo.flat_pairs", "scalify_hlo.ir",
+            "scalify_hlo.files", "scalify_hlo.flat_pairs", "scalify_hlo.module_io",
             "scalify_hlo.mlir_rewrite", "scalify_hlo.name_stack", "scalify_hlo.names",
             "scalify_hlo.runner",
             "scalify_hlo.scale", "scalify_hlo.symbols")),
@@ -63,8 +63,8 @@ def library_modules() -> dict[str, Path]:
 
 
 def imported_modules(path: Path, modules: set[str]) -> set[str]:
-    """The library modules ``path`` imports (``from scalify_hlo import ir`` imports
-    ``scalify_hlo.ir``; a name that is no module stands for its package)."""
+    """The library modules ``path`` imports (``from scalify_hlo import module_io`` imports
+    ``scalify_hlo.module_io``; a name that is no module stands for its package)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from scalify_hlo.ir import ir_context
+from scalify_hlo.module_io import ir_context
 from scalify_hlo.rewrites.op_table import (
     CUSTOM_CALL_TARGETS,
     OPS,

@@ -127,15 +127,15 @@ SCENARIOS: dict[str, Scenario] = {
         entry_signature(MALFORMED)
         """, 1),
     "api_error_inside_context": _py("""
-        from scalify_hlo import ir as hlo_ir
-        with hlo_ir.ir_context():
-            module = hlo_ir.parse_module(VALID)
+        from scalify_hlo import module_io
+        with module_io.ir_context():
+            module = module_io.parse_module(VALID)
             raise RuntimeError("user code fails with a module alive")
         """, 1),
     "api_module_escapes_context": _py("""
-        from scalify_hlo import ir as hlo_ir
-        with hlo_ir.ir_context():
-            module = hlo_ir.parse_module(VALID)
+        from scalify_hlo import module_io
+        with module_io.ir_context():
+            module = module_io.parse_module(VALID)
         LEAKED = module  # outlives its context until shutdown
         """, 0),
     "api_compile_error_uncaught": _py("""
@@ -143,9 +143,9 @@ SCENARIOS: dict[str, Scenario] = {
         compile_module(CUSTOM_CALL)
         """, 1),
     "api_sys_exit_inside_context": _py("""
-        from scalify_hlo import ir as hlo_ir
-        with hlo_ir.ir_context():
-            module = hlo_ir.parse_module(VALID)
+        from scalify_hlo import module_io
+        with module_io.ir_context():
+            module = module_io.parse_module(VALID)
             sys.exit(1)
         """, 1),
 }

@@ -610,10 +610,10 @@ def test_mixed_extreme_scales_are_exact(program: Program, seed: int,
 @given(program=programs())
 def test_generated_programs_verify_and_run(program: Program) -> None:
     """Every generated program parses, verifies and compiles (else the property is vacuous)."""
-    from scalify_hlo import ir as hlo_ir
+    from scalify_hlo import module_io
 
-    with hlo_ir.ir_context():
-        hlo_ir.parse_module(program.text(probe=True))
+    with module_io.ir_context():
+        module_io.parse_module(program.text(probe=True))
     compile_module(program.text())
 
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.cli.main import cli
-from scalify_hlo.ir import BYTECODE_MAGIC, EmitFormat
+from scalify_hlo.module_io import BYTECODE_MAGIC, EmitFormat
 from scalify_hlo.policy import DEFAULT_PIPELINE
 from scalify_hlo.rewrites import PASSES, ModulePass
 

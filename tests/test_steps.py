@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scalify_hlo import ir as hlo_ir
+from scalify_hlo import module_io
 from scalify_hlo.api import rewrite_text
 from scalify_hlo.runner import compiled_hlo_text
 from scalify_hlo.signature import entry_signature, join_outputs, split_inputs
@@ -32,8 +32,8 @@ def test_step_is_bit_exact_with_extreme_scales(name: str) -> None:
 
 
 def _op_count(text: str) -> int:
-    with hlo_ir.ir_context():
-        counts = hlo_ir.count_ops(hlo_ir.parse_module(text))
+    with module_io.ir_context():
+        counts = module_io.count_ops(module_io.parse_module(text))
     return sum(n for name, n in counts.items() if name not in ("func.func", "func.return",
                                                                 "func.call"))
 
@@ -64,8 +64,8 @@ def test_mlp_step_is_bit_exact_in_the_reference_interpreter() -> None:
     scaled_text = rewrite_text(text, EXACT)
 
     def evaluate(source: str, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        with hlo_ir.ir_context():
-            module = hlo_ir.parse_module(source)
+        with module_io.ir_context():
+            module = module_io.parse_module(source)
             attrs = [ir.DenseElementsAttr.get(np.ascontiguousarray(a), type=ir.RankedTensorType
                      .get(list(a.shape), ir.F32Type.get())) for a in arrays]
             outputs = []

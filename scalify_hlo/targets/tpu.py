@@ -108,11 +108,11 @@ def compile_module(source: str | bytes, target: str = "v6e") -> TargetCompileRes
     from jax.extend import backend as jax_backend
     from jaxlib import _jax
 
-    from scalify_hlo import ir as hlo_ir
+    from scalify_hlo import module_io
 
     devices = topology(target).devices
-    with hlo_ir.ir_context():
-        module = hlo_ir.parse_module(source)
+    with module_io.ir_context():
+        module = module_io.parse_module(source)
         count = _partitions(module)
         if count > len(devices):
             raise ScalifyError(f"the module is partitioned over {count} devices; "
