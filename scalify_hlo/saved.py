@@ -38,6 +38,7 @@ from jax import export as jax_export
 from scalify_hlo import __version__
 from scalify_hlo.compile import LeafSpec, Report, ScaledStep
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.flat_pairs import flat_size
 from scalify_hlo.rewrites import Record
 
 FORMAT = "scalify-hlo saved step"
@@ -179,7 +180,7 @@ def _rebuild(meta: dict[str, Any], exported: jax_export.Exported,
     out_specs = [_spec(entry) for entry in meta["out_specs"]]
     if in_tree.num_leaves != len(in_specs) or out_tree.num_leaves != len(out_specs):
         raise ValueError("its trees and leaf specs disagree")
-    flat_in = sum(2 if spec.scaled else 1 for spec in in_specs)
+    flat_in = flat_size(spec.scaled for spec in in_specs)
     if len(exported.in_avals) != flat_in:
         raise ValueError("its program and leaf specs disagree")
     report = meta["report"]
