@@ -142,29 +142,17 @@ RECORDS = (
     # is 0 / 0.
     _op("stablehlo.sqrt", F.SQRT, JOINS_WIDE_CLASS, HOISTABLE),
     _op("stablehlo.rsqrt", F.SQRT, JOINS_WIDE_CLASS, HOISTABLE),
-    _op("stablehlo.exponential", F.NONLINEAR, HOISTABLE),
-    _op("stablehlo.exponential_minus_one", F.NONLINEAR),
-    _op("stablehlo.log", F.NONLINEAR, HOISTABLE),
-    _op("stablehlo.log_plus_one", F.NONLINEAR),
-    _op("stablehlo.logistic", F.NONLINEAR),
-    _op("stablehlo.tanh", F.NONLINEAR),
-    _op("stablehlo.sine", F.NONLINEAR),
-    _op("stablehlo.cosine", F.NONLINEAR),
-    _op("stablehlo.tan", F.NONLINEAR),
-    _op("stablehlo.cbrt", F.NONLINEAR),
-    _op("stablehlo.power", F.NONLINEAR, HOISTABLE),
-    _op("stablehlo.floor", F.NONLINEAR, HOISTABLE),
-    _op("stablehlo.ceil", F.NONLINEAR, HOISTABLE),
-    _op("stablehlo.round_nearest_afz", F.NONLINEAR),
-    _op("stablehlo.round_nearest_even", F.NONLINEAR, HOISTABLE),
-    _op("stablehlo.is_finite", F.NONLINEAR),
-    _op("stablehlo.reduce_precision", F.NONLINEAR),
-    # Homogeneous only between integers: regions.is_homogeneous checks its types.
-    _op("stablehlo.bitcast_convert", F.NONLINEAR, HOISTABLE),
-    _op("stablehlo.rng", F.NONLINEAR),
-    _op("stablehlo.rng_bit_generator", F.NONLINEAR),
-    # chlo's special functions: elementwise, nonlinear, no other trait.
+    # Hoistable: pure elementwise, cheap enough to copy into users. bitcast_convert is
+    # homogeneous only between integers: regions.is_homogeneous checks its types.
+    *(_op(name, F.NONLINEAR, HOISTABLE) for name in (
+        "stablehlo.exponential", "stablehlo.log", "stablehlo.power", "stablehlo.floor",
+        "stablehlo.ceil", "stablehlo.round_nearest_even", "stablehlo.bitcast_convert")),
+    # chlo's special functions and the rest: elementwise or random, nonlinear, no trait.
     *(_op(name, F.NONLINEAR) for name in (
+        "stablehlo.exponential_minus_one", "stablehlo.log_plus_one", "stablehlo.logistic",
+        "stablehlo.tanh", "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan",
+        "stablehlo.cbrt", "stablehlo.round_nearest_afz", "stablehlo.is_finite",
+        "stablehlo.reduce_precision", "stablehlo.rng", "stablehlo.rng_bit_generator",
         "chlo.erf", "chlo.erfc", "chlo.erf_inv", "chlo.tan", "chlo.lgamma", "chlo.digamma",
         "chlo.sinh", "chlo.cosh", "chlo.asin", "chlo.acos", "chlo.atan", "chlo.asinh",
         "chlo.acosh", "chlo.atanh")),
@@ -180,19 +168,16 @@ RECORDS = (
     _op("stablehlo.if", F.CASE),
     _op("sdy.sharding_constraint", F.SHARDING),
     _op("sdy.manual_computation", F.MANUAL),
-    _op("stablehlo.all_reduce", F.COLLECTIVE),
-    _op("stablehlo.reduce_scatter", F.COLLECTIVE),
-    _op("stablehlo.all_gather", F.COLLECTIVE),
-    _op("stablehlo.all_to_all", F.COLLECTIVE),
+    *(_op(name, F.COLLECTIVE) for name in (
+        "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather",
+        "stablehlo.all_to_all")),
     _op("stablehlo.collective_permute", F.PERMUTE),
     # No scale rule: integer and boolean ops, and the region terminator.
-    _op("stablehlo.and", None, HOMOGENEOUS, HOISTABLE),
-    _op("stablehlo.or", None, HOMOGENEOUS, HOISTABLE),
-    _op("stablehlo.xor", None, HOMOGENEOUS, HOISTABLE),
-    _op("stablehlo.not", None, HOMOGENEOUS, HOISTABLE),
-    _op("stablehlo.shift_left", None, HOISTABLE),
-    _op("stablehlo.shift_right_arithmetic", None, HOISTABLE),
-    _op("stablehlo.shift_right_logical", None, HOISTABLE),
+    *(_op(name, None, HOMOGENEOUS, HOISTABLE) for name in (
+        "stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not")),
+    *(_op(name, None, HOISTABLE) for name in (
+        "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
+        "stablehlo.shift_right_logical")),
     _op("stablehlo.return", None, HOMOGENEOUS),
 )
 OPS: dict[str, OpRecord] = {record.name: record for record in RECORDS}
