@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import ClassVar
 
 from jax.extend.mlir import ir
 
@@ -307,14 +306,10 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
         context.bump(f"fp8-dots.{lhs_fmt}x{rhs_fmt}")
 
 
-@register
-@dataclass(frozen=True)
+@register("fp8-dots",
+          "Cast both operands of each eligible dot_general to FP8 (clamp, convert) in the pattern "
+          "XLA:GPU fuses into a cuBLASLt FP8 GEMM; report the others.")
 class Fp8Dots(ModulePass):
-    name: ClassVar[str] = "fp8-dots"
-    description: ClassVar[str] = (
-        "Cast both operands of each eligible dot_general to FP8 (clamp, convert) in the "
-        "pattern XLA:GPU fuses into a cuBLASLt FP8 GEMM; report the others.")
-
     forward_format: str = option("f8E4M3FN", "FP8 format of activations and weights",
                                  FP8_FORMATS)
     gradient_format: str = option("f8E5M2", "FP8 format of gradients", FP8_FORMATS)

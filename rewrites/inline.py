@@ -8,9 +8,6 @@ bindings, so this clones callee bodies from Python. Inlined ops get the location
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 from jax.extend.mlir import ir
 
 from scalify_hlo.errors import RewriteError
@@ -145,14 +142,10 @@ def remove_unused_private_functions(module: ir.Module) -> None:
         run_mlir_pipeline(module, "symbol-dce")
 
 
-@register
-@dataclass(frozen=True)
+@register("inline",
+          "Inline every func.call to a function of the module and drop unused private functions "
+          "(JAX's private calls included).")
 class Inline(ModulePass):
-    name: ClassVar[str] = "inline"
-    description: ClassVar[str] = (
-        "Inline every func.call to a function of the module and drop unused private functions "
-        "(JAX's private calls included).")
-
     def apply(self, module: ir.Module, context: PassContext) -> None:
         context.bump("inline.calls-inlined", inline_calls(module))
         remove_unused_private_functions(module)

@@ -13,8 +13,7 @@ that no simplifier folds the slices back into the scalars.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from jax.extend.mlir import ir
 
@@ -214,13 +213,9 @@ def hoist_loop_scales(module: ir.Module) -> int:
                                                              "stablehlo.while"))
 
 
-@register
-@dataclass(frozen=True)
+@register("hoist-loop-scales",
+          "Compute the scalar arithmetic of while bodies on loop-invariant values once before the "
+          "loop, packed into few vectors (part of simplify).")
 class HoistLoopScales(ModulePass):
-    name: ClassVar[str] = "hoist-loop-scales"
-    description: ClassVar[str] = (
-        "Compute the scalar arithmetic of while bodies on loop-invariant values once before "
-        "the loop, packed into few vectors (part of simplify).")
-
     def apply(self, module: ir.Module, context: PassContext) -> None:
         context.bump("hoist-loop-scales.hoisted", hoist_loop_scales(module))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from jax.extend.mlir import ir, passmanager
 
@@ -34,23 +33,19 @@ class _MlirPass(ModulePass):
         run_mlir_pipeline(module, self.name)
 
 
-@register
-@dataclass(frozen=True)
+@register("canonicalize",
+          "MLIR canonicalization: fold constants and apply each op's canonical patterns.")
 class Canonicalize(_MlirPass):
-    name: ClassVar[str] = "canonicalize"
-    description: ClassVar[str] = ("MLIR canonicalization: fold constants and apply each op's "
-                                  "canonical patterns.")
+    """MLIR's own pass of this name."""
 
 
-@register
-@dataclass(frozen=True)
+@register("cse",
+          "Eliminate common subexpressions.")
 class Cse(_MlirPass):
-    name: ClassVar[str] = "cse"
-    description: ClassVar[str] = "Eliminate common subexpressions."
+    """MLIR's own pass of this name."""
 
 
-@register
-@dataclass(frozen=True)
+@register("symbol-dce",
+          "Remove private functions that nothing refers to.")
 class SymbolDce(_MlirPass):
-    name: ClassVar[str] = "symbol-dce"
-    description: ClassVar[str] = "Remove private functions that nothing refers to."
+    """MLIR's own pass of this name."""

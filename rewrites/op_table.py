@@ -132,10 +132,8 @@ RECORDS = (
     _op("stablehlo.multiply", F.MULTIPLY, HOISTABLE),
     _op("stablehlo.divide", F.DIVIDE, HOISTABLE),
     _op("chlo.square", F.SQUARE),
-    _op("stablehlo.dot_general", F.DOT),
-    _op("stablehlo.convolution", F.DOT),
-    _op("stablehlo.reduce", F.REDUCE),
-    _op("stablehlo.reduce_window", F.REDUCE),
+    *(_op(name, F.DOT) for name in ("stablehlo.dot_general", "stablehlo.convolution")),
+    *(_op(name, F.REDUCE) for name in ("stablehlo.reduce", "stablehlo.reduce_window")),
     _op("stablehlo.select_and_scatter", F.SELECT_AND_SCATTER),
     # sqrt and rsqrt do not keep the range, but they are where Adam adds eps: sqrt(nu) + eps
     # must stay wide, or eps (1e-8) flushes next to the largest |g| in f16 and 0 / (0 + eps)
@@ -164,8 +162,7 @@ RECORDS = (
     _op("stablehlo.custom_call", F.CUSTOM_CALL),
     _op("stablehlo.optimization_barrier", F.BARRIER, KEEPS_RANGE),
     _op("stablehlo.while", F.WHILE),
-    _op("stablehlo.case", F.CASE),
-    _op("stablehlo.if", F.CASE),
+    *(_op(name, F.CASE) for name in ("stablehlo.case", "stablehlo.if")),
     _op("sdy.sharding_constraint", F.SHARDING),
     _op("sdy.manual_computation", F.MANUAL),
     *(_op(name, F.COLLECTIVE) for name in (

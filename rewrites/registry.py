@@ -220,15 +220,22 @@ def _options_of(cls: type[ModulePass]) -> tuple[Option, ...]:
 
 PASSES: dict[str, type[ModulePass]] = {}
 
-P = TypeVar("P", bound=type[ModulePass])
+P = TypeVar("P", bound=ModulePass)
 
 
-def register(cls: P) -> P:
-    """Class decorator: make the pass known to pipelines and ``scalify-hlo passes``."""
-    if cls.name in PASSES:
-        raise ValueError(f"pass '{cls.name}' registered twice")
-    PASSES[cls.name] = cls
-    return cls
+def register(name: str, description: str) -> Callable[[type[P]], type[P]]:
+    """Class decorator: the pass ``name`` (what pipelines and ``scalify-hlo passes`` call it),
+    made a frozen dataclass of its option fields and known to pipelines."""
+
+    def declare(cls: type[P]) -> type[P]:
+        if name in PASSES:
+            raise ValueError(f"pass '{name}' registered twice")
+        cls.name, cls.description = name, description
+        declared = dataclass(frozen=True)(cls)
+        PASSES[name] = declared
+        return declared
+
+    return declare
 
 
 def _split_top_level(text: str) -> list[str]:

@@ -12,9 +12,6 @@ factor from data to scale.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 from jax.extend.mlir import ir
 
 from scalify_hlo.errors import PipelineError
@@ -53,14 +50,10 @@ def mark_rescale_points(module: ir.Module, points: set[str], method: str,
     return len(marked)
 
 
-@register
-@dataclass(frozen=True)
+@register("rescale",
+          "Mark where scalify recomputes scales from the data at run time (amax or RMS, rounded "
+          "to a power of two); run it before scalify.")
 class Rescale(ModulePass):
-    name: ClassVar[str] = "rescale"
-    description: ClassVar[str] = (
-        "Mark where scalify recomputes scales from the data at run time (amax or RMS, rounded "
-        "to a power of two); run it before scalify.")
-
     at: tuple[str, ...] = option(("dot-outputs",), "comma-separated points: "
                                  + ", ".join(RESCALE_POINTS))
     method: str = option("amax", "statistic the new scale comes from", RESCALE_METHODS)

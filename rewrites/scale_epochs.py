@@ -27,9 +27,6 @@ reduction its epoch starts from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
@@ -211,14 +208,10 @@ def materialize_scales(module: ir.Module) -> int:
                for func in ops_named(module.operation, "func.func") if func.regions[0].blocks)
 
 
-@register
-@dataclass(frozen=True)
+@register("materialize-scales",
+          "Compute a block's scalar scale arithmetic once per scale epoch (after the non-scalar "
+          "op it depends on last) and hand it to its users through packed vectors, which XLA "
+          "reads instead of copying the chain into every fusion (part of simplify).")
 class MaterializeScales(ModulePass):
-    name: ClassVar[str] = "materialize-scales"
-    description: ClassVar[str] = (
-        "Compute a block's scalar scale arithmetic once per scale epoch (after the non-scalar "
-        "op it depends on last) and hand it to its users through packed vectors, which XLA "
-        "reads instead of copying the chain into every fusion (part of simplify).")
-
     def apply(self, module: ir.Module, context: PassContext) -> None:
         context.bump("materialize-scales.packed", materialize_scales(module))

@@ -8,9 +8,6 @@ they are. Calls are inlined first, then the body is rebuilt op by op from ``rule
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 from jax.extend.mlir import ir
 
 from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES
@@ -199,14 +196,10 @@ def _boundary_squares(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Valu
             | {v for v in results if str(v.type) in arg_types})
 
 
-@register
-@dataclass(frozen=True)
+@register("scalify",
+          "Split every floating tensor into (data, scale) with a power-of-two scale and propagate "
+          "scales through every op (calls are inlined first).")
 class Scalify(ModulePass):
-    name: ClassVar[str] = "scalify"
-    description: ClassVar[str] = (
-        "Split every floating tensor into (data, scale) with a power-of-two scale and "
-        "propagate scales through every op (calls are inlined first).")
-
     data_dtype: str = option("f16", "element type of the data halves",
                              DATA_DTYPES + tuple(DATA_DTYPE_ALIASES))
     strict: bool = option(False, "make an op without a scale rule an error, not a warning")

@@ -6,9 +6,6 @@ to the same type and duplicated constants or broadcasts, which this pass removes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import (
@@ -150,14 +147,10 @@ def transpose_before_scaling(module: ir.Module, ops: list[ir.Operation] | None =
     return moved
 
 
-@register
-@dataclass(frozen=True)
+@register("simplify",
+          "Drop multiplications by one and no-op converts, canonicalize, CSE and remove dead "
+          "private functions, then hoist loop-invariant scale arithmetic out of while loops.")
 class Simplify(ModulePass):
-    name: ClassVar[str] = "simplify"
-    description: ClassVar[str] = (
-        "Drop multiplications by one and no-op converts, canonicalize, CSE and remove dead "
-        "private functions, then hoist loop-invariant scale arithmetic out of while loops.")
-
     def apply(self, module: ir.Module, context: PassContext) -> None:
         ops = _collect(module)
         # Split before anything is erased: an erased op must not be touched again.
