@@ -146,6 +146,9 @@ def remove_unused_private_functions(module: ir.Module) -> None:
           "Inline every func.call to a function of the module and drop unused private functions "
           "(JAX's private calls included).")
 class Inline(ModulePass):
+    """Scalify rewrites one function: JAX's private calls (``jnp`` helpers, custom_jvp
+    bodies) are cloned into their callers first, their name stack kept in the locations."""
+
     def apply(self, module: ir.Module, context: PassContext) -> None:
         context.bump("inline.calls-inlined", inline_calls(module))
         remove_unused_private_functions(module)

@@ -217,5 +217,7 @@ def hoist_loop_scales(module: ir.Module) -> int:
           "Compute the scalar arithmetic of while bodies on loop-invariant values once before the "
           "loop, packed into few vectors (part of simplify).")
 class HoistLoopScales(ModulePass):
+    """A scan's body recomputes its invariant scales on every trip unless they are hoisted."""
+
     def apply(self, module: ir.Module, context: PassContext) -> None:
         context.bump("hoist-loop-scales.hoisted", hoist_loop_scales(module))
