@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES
-from scalify_hlo.errors import RewriteError
+from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES, FP8_FORMATS
+from scalify_hlo.errors import PipelineError, RewriteError
 from scalify_hlo.names import ORIGINAL_TYPE_ATTR
 from scalify_hlo.rewrites import rule_impls
+from scalify_hlo.rewrites.boundary_storage import BoundaryStorage
 from scalify_hlo.rewrites.drift import compounding_constant_adds
 from scalify_hlo.rewrites.emitter import dtype_name, float_type, is_scalable_type
 from scalify_hlo.rewrites.hand_back import handed_back
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
+from scalify_hlo.rewrites.moment_values import first_moments
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scope import (
@@ -28,25 +30,25 @@ from scalify_hlo.rewrites.scope import (
     Scope,
 )
 from scalify_hlo.rewrites.signature_split import SignatureSplit, returned_values, scale_location
-from scalify_hlo.rewrites.sqrt_encoding import root_from_square, square_from_root
 from scalify_hlo.rewrites.square_values import square_dtype_values
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 
-# The pass's option choices (Policy.square_encoding, square_rounding).
+# The pass's option choices (Policy.square_encoding, square_rounding, moment_format, ...).
 COMMON_SCALES = ("auto", "max", "first")
 SQUARE_ENCODINGS = ("auto", "sqrt", "none")
 SQUARE_ROUNDINGS = ("nearest", "stochastic")
+STATE_FORMATS = ("none", *FP8_FORMATS)
 
 
 def scalify_function(func: ir.Operation, state: ScalifyState,
-                     encoded: frozenset[ir.Value] = frozenset(),
-                     stochastic: bool = False) -> None:
+                     boundary: BoundaryStorage | None = None) -> None:
     """Replace ``func`` by its scaled version (same name, flattened signature); the
-    arguments and results in ``encoded`` cross it as signed square roots (rounded
-    stochastically to the data dtype with ``stochastic``)."""
+    arguments and results that ``boundary`` names cross it as it stores them (signed square
+    roots, FP8 moments)."""
+    boundary = boundary or BoundaryStorage()
     old_block = func.regions[0].blocks[0]
     probe = Scope(state, old_block)
-    split = SignatureSplit(func, probe, encoded)
+    split = SignatureSplit(func, probe, boundary.roots, boundary.elements(state.data_dtype))
     attributes = {name: func.attributes[name] for name in func.attributes}
     attributes["function_type"] = ir.TypeAttr.get(
         ir.FunctionType.get(split.new_inputs(), split.new_results()))
@@ -66,10 +68,8 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
     block = new_func.regions[0].blocks.append(*split.new_inputs(), arg_locs=arg_locs)
     scope = Scope(state, block)
     scope.bind_flat(list(old_block.arguments), list(block.arguments), f32_scales=True)
-    for arg, is_encoded in zip(old_block.arguments, split.encoded_inputs, strict=True):
-        if is_encoded:
-            scope.set(arg, square_from_root(scope, scope.scaled(arg), state.dtype_of(arg)))
-            state.context.bump("scalify.sqrt-encoded")
+    for arg in old_block.arguments:
+        boundary.decode(scope, arg)
     terminator = scope.rewrite_block(old_block)
     if terminator is None:
         raise RewriteError("entry function has no func.return")
@@ -80,7 +80,8 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
             for index, value in enumerate(terminator.operands):
                 found = scope.lookup(value)
                 if isinstance(found, Scaled) and not found.any_scale and (
-                        every or scope.can_drift(found.scale)):
+                        every or scope.can_drift(found.scale)) and not (
+                        boundary.rescales_itself(value)):
                     scope.set(value, scope.rescale(found, method))
                     state.context.record("func.return", terminator.location, "rescale",
                                          f"{method}, result {index}")
@@ -88,19 +89,17 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
     for index, value in enumerate(terminator.operands):
         found = scope.lookup(value)
         moved = (handed_back(scope, found, block, dtype_name(state.data_dtype))
-                 if isinstance(found, Scaled) else None)
+                 if isinstance(found, Scaled) and not boundary.rescales_itself(value) else None)
         if moved is not None:
             scope.set(value, moved)
             state.context.record("func.return", terminator.location, "rescale",
                                  f"static hand-back, result {index}")
-    roots: dict[ir.Value, Scaled] = {}
-    for value, is_encoded in zip(terminator.operands, split.encoded_results, strict=True):
-        if is_encoded and value not in roots:
-            roots[value] = root_from_square(scope, scope.scaled(value), state.data_dtype,
-                                        stochastic)
-            state.context.bump("scalify.sqrt-encoded")
-    for value, root in roots.items():
-        scope.set(value, root)
+    stored: dict[ir.Value, Scaled] = {}
+    for value in terminator.operands:
+        if value not in stored and (encoded := boundary.encode(scope, value)) is not None:
+            stored[value] = encoded
+    for value, encoded in stored.items():
+        scope.set(value, encoded)
     scope.emit.at(terminator.location).op("func.return",
                                           scope.flatten(list(terminator.operands),
                                                         f32_scales=True), [])
@@ -148,16 +147,14 @@ def resolve_square_encoding(raw: str, square_dtype: str, data_dtype: str) -> boo
     return raw == "sqrt"
 
 
-def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: PassContext,
-                   common_scale: str = "auto", square_dtype: str = "auto",
-                   square_encoding: str = "auto", square_rounding: str = "nearest") -> None:
+def scalify_module(module: ir.Module, options: Scalify, context: PassContext) -> None:
     context.bump("inline.calls-inlined", inline_calls(module))
     remove_unused_private_functions(module)
-    dtype = data_dtype_name(data_dtype)
+    dtype = data_dtype_name(options.data_dtype)
     state = ScalifyState(
         data_dtype=float_type(dtype),
-        strict=strict,
-        common_scale_rule=resolve_common_scale_rule(common_scale, dtype),
+        strict=options.strict,
+        common_scale_rule=resolve_common_scale_rule(options.common_scale, dtype),
         context=context,
         rules={name: rule.family.apply for name, rule in RULES.items()},
         fallback=rule_impls.rule_fallback,
@@ -166,9 +163,11 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
     func = entry_function(module)
     if state.common_scale_rule == "first":
         state.compounding = compounding_constant_adds(func)
-    wide = resolve_square_dtype(square_dtype, dtype)
-    encode = resolve_square_encoding(square_encoding, square_dtype, dtype)
-    classes = square_dtype_values(func) if wide is not None or dtype != "f32" or encode else None
+    wide = resolve_square_dtype(options.square_dtype, dtype)
+    encode = resolve_square_encoding(options.square_encoding, options.square_dtype, dtype)
+    moments = options.moment_format != "none"
+    classes = (square_dtype_values(func) if wide is not None or dtype != "f32" or encode
+               or moments else None)
     if wide is not None:
         state.give_own_dtype(classes.squares, float_type(wide))
         context.bump("scalify.square-values", len(classes.squares))
@@ -177,8 +176,18 @@ def scalify_module(module: ir.Module, data_dtype: str, strict: bool, context: Pa
         # reads them (jax.random's uniforms before erf_inv or log): see square_values.py.
         state.give_own_dtype(classes.bits, float_type("f32"))
         context.bump("scalify.bit-values", len(classes.bits))
-    encoded = frozenset(_boundary_squares(func, classes.squares)) if encode else frozenset()
-    scalify_function(func, state, encoded, square_rounding == "stochastic")
+    scalify_function(func, state, BoundaryStorage(
+        roots=frozenset(_boundary_squares(func, classes.squares)) if encode else frozenset(),
+        root_element=_format_type(options.square_format),
+        root_stochastic=options.square_rounding == "stochastic",
+        moments=frozenset(first_moments(func, classes.squares)) if moments else frozenset(),
+        moment_element=_format_type(options.moment_format),
+        moment_stochastic=options.moment_rounding == "stochastic"))
+
+
+def _format_type(name: str) -> ir.Type | None:
+    """The FP8 type an option names; None for ``none`` (the data dtype)."""
+    return None if name == "none" else float_type(name)
 
 
 def _boundary_squares(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Value]:
@@ -217,10 +226,27 @@ class Scalify(ModulePass):
         "sqrt (data holds the signed square root, in the data dtype), none (as they are "
         "computed), or auto (sqrt for f16 data with square-dtype=auto)", SQUARE_ENCODINGS)
     square_rounding: str = option(
-        "nearest", "how a square's root is rounded to the data dtype at the boundary: "
+        "nearest", "how a square's root is rounded to its storage type at the boundary: "
         "nearest, or stochastic (unbiased: a moving average's changes below half an ulp are "
         "kept in expectation)", SQUARE_ROUNDINGS)
+    square_format: str = option(
+        "none", "storage type of a square's root between steps: none (the data dtype) or an "
+        "FP8 format (scale from the root's amax, in the format's top binade)", STATE_FORMATS)
+    moment_format: str = option(
+        "none", "storage type of first moments between steps (state returned as c * itself + "
+        "d * gradient, 0 < c < 1: Adam's mu, momentum's trace, found without marking): none "
+        "(the data dtype) or an FP8 format (scale from the moment's amax, in the format's "
+        "top binade)", STATE_FORMATS)
+    moment_rounding: str = option(
+        "nearest", "how a first moment is rounded to its FP8 format at the boundary: nearest "
+        "or stochastic", SQUARE_ROUNDINGS)
+
+    def validate(self) -> None:
+        if self.square_format != "none" and not resolve_square_encoding(
+                self.square_encoding, self.square_dtype, data_dtype_name(self.data_dtype)):
+            raise PipelineError(f"square-format={self.square_format} stores squares by their "
+                                "root: it needs square-encoding=sqrt (or auto with f16 data and "
+                                "square-dtype=auto)")
 
     def apply(self, module: ir.Module, context: PassContext) -> None:
-        scalify_module(module, self.data_dtype, self.strict, context, self.common_scale,
-                       self.square_dtype, self.square_encoding, self.square_rounding)
+        scalify_module(module, self, context)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from jax.extend.mlir import ir
 
@@ -76,21 +77,26 @@ class SignatureSplit:
     """How the entry function's arguments and results map to the flattened signature."""
 
     def __init__(self, func: ir.Operation, scope: Scope,
-                 encoded: frozenset[ir.Value] = frozenset()) -> None:
+                 encoded: frozenset[ir.Value] = frozenset(),
+                 stored: Mapping[ir.Value, ir.Type] | None = None) -> None:
         function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
         self.inputs = list(function_type.inputs)
         self.results = list(function_type.results)
         block = func.regions[0].blocks[0]
         returned = returned_values(block)
         # Which arguments and results cross the boundary as signed square roots, in the
-        # data dtype (``square_from_root``, ``root_from_square``).
+        # data dtype (``square_from_root``, ``root_from_square``); ``stored`` gives the data
+        # element type of state stored otherwise (FP8 moments, ``boundary_storage``).
         self.encoded_inputs = [a in encoded for a in block.arguments]
         self.encoded_results = ([v in encoded for v in returned] if returned is not None
                                 else [False] * len(self.results))
         storage = scope.state.data_dtype
         types = scope.state.types
+        stored = stored or {}
 
         def data_type(old: ir.Value, is_encoded: bool) -> ir.Type:
+            if old in stored:
+                return types.with_element_type(old.type, stored[old])
             return (types.with_element_type(old.type, storage) if is_encoded
                     else scope.data_type_of(old))
 

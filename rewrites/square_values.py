@@ -91,7 +91,7 @@ def _one_element(t: ir.Type) -> bool:
     return ranked.has_static_shape and all(d == 1 for d in ranked.shape)
 
 
-def _scalar_like(value: ir.Value) -> bool:
+def scalar_like(value: ir.Value) -> bool:
     """A one-element value, a splat constant, or a broadcast of a one-element value
     (``jax.random.uniform`` broadcasts its bounds as tensor<1xf32>)."""
     if _one_element(value.type):
@@ -159,11 +159,11 @@ def square_dtype_values(func: ir.Operation) -> SquareDtypeValues:
                 seeds.append(results[0])
             else:
                 for mine, other in ((operands[0], operands[1]), (operands[1], operands[0])):
-                    if _scalar_like(other):
+                    if scalar_like(other):
                         join(results[0], mine)
         elif name == "chlo.square":  # lax.square (Flax's BatchNorm and LayerNorm)
             seeds.append(results[0])
-        elif name == "stablehlo.divide" and _scalar_like(operands[1]):
+        elif name == "stablehlo.divide" and scalar_like(operands[1]):
             join(results[0], operands[0])
         elif name in _JOINS_ALL:
             for operand in operands:

@@ -24,6 +24,11 @@ FP8_FORMATS = tuple(FP8_MAX)
 FP8_TOP_EXPONENT = {"f8E4M3FN": 7, "f8E5M2": 14}
 # User-facing names of the FP8 formats (Policy fields), by MLIR name.
 FP8_FORMAT_ALIASES = {"float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2"}
+# The smallest normal exponent of each FP8 format (below it, subnormals with fewer bits).
+FP8_MIN_NORMAL_EXPONENT = {"f8E4M3FN": -6, "f8E5M2": -14}
+# The element types a data half of the scaled signature may have: the data dtypes, and FP8
+# for training state stored in 8 bits (an optimizer's first moment, ``moment-format``).
+STORAGE_DTYPES = (*DATA_DTYPES, *FP8_FORMATS)
 
 # MLIR float element type name -> numpy scalar type.
 FLOAT_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32,
@@ -37,6 +42,8 @@ ELEMENT_DTYPES: dict[str, np.dtype] = {
     name: np.dtype(t) for name, t in {**FLOAT_DTYPES, **_INTEGER_DTYPES}.items()}
 # The numpy dtypes of the data dtypes: the leaves a scaled signature splits.
 DATA_NUMPY_DTYPES = tuple(ELEMENT_DTYPES[name] for name in DATA_DTYPES)
+# FP8 numpy dtype -> MLIR name (a data half stored in FP8, ``fp8_storage``).
+FP8_NUMPY_FORMATS = {ELEMENT_DTYPES[name]: name for name in FP8_FORMATS}
 
 # (smallest normal exponent, largest exponent) of each data dtype.
 EXPONENT_RANGES = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-14, 15)}

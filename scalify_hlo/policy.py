@@ -24,11 +24,13 @@ from scalify_hlo.rewrites.rescale import (
     Rescale,
 )
 from scalify_hlo.rewrites.scalify import SQUARE_ENCODINGS, SQUARE_ROUNDINGS, Scalify
+from scalify_hlo.rewrites.scalify import STATE_FORMATS as _STATE_FORMATS
 from scalify_hlo.rewrites.simplify import Simplify
 
 # A field's name (user-facing or MLIR) -> the MLIR name a pass option takes.
 _DATA_DTYPE_NAMES = DATA_DTYPE_ALIASES | {name: name for name in DATA_DTYPES}
 _FP8_FORMAT_NAMES = FP8_FORMAT_ALIASES | {name: name for name in FP8_FORMATS}
+_STATE_FORMAT_NAMES = _FP8_FORMAT_NAMES | {name: name for name in _STATE_FORMATS}
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,14 @@ class Policy:
         square_dtype auto: Adam's state in 16 bits; square_dtype="float32" keeps f32).
     square_rounding: nearest or stochastic rounding of a stored square root to the data
         dtype (stochastic keeps a moving average's sub-ulp changes in expectation).
+    square_format: none (a stored square root is data of the data dtype) or an FP8 format
+        (float8_e4m3fn, float8_e5m2) for it; needs square_encoding to store roots.
+    moment_format: none (first moments are data of the data dtype) or an FP8 format for the
+        first moments between steps (Adam's and LAMB's mu, SGD momentum's trace: state that
+        the step returns as c * itself + d * gradient, found without marking), with a
+        power-of-two scale from their amax: weights f16, mu FP8, nu's root f16 is 5 of the
+        12 bytes per parameter of f32 state.
+    moment_rounding: nearest or stochastic rounding of a first moment to its FP8 format.
     """
 
     data_dtype: str = "float16"
@@ -78,6 +88,9 @@ class Policy:
     square_dtype: str = "auto"
     square_encoding: str = "auto"
     square_rounding: str = "nearest"
+    square_format: str = "none"
+    moment_format: str = "none"
+    moment_rounding: str = "nearest"
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
@@ -110,6 +123,14 @@ class Policy:
         if self.square_rounding not in SQUARE_ROUNDINGS:
             raise ScalifyError(f"unknown square_rounding '{self.square_rounding}' "
                                f"(use {', '.join(SQUARE_ROUNDINGS)})")
+        for field, name in (("square_format", self.square_format),
+                            ("moment_format", self.moment_format)):
+            if name != "none" and name not in _FP8_FORMAT_NAMES:
+                raise ScalifyError(f"unsupported {field} '{name}' "
+                                   f"(use none, float8_e4m3fn or float8_e5m2)")
+        if self.moment_rounding not in SQUARE_ROUNDINGS:
+            raise ScalifyError(f"unknown moment_rounding '{self.moment_rounding}' "
+                               f"(use {', '.join(SQUARE_ROUNDINGS)})")
         if self.min_dot_size < 0:
             raise ScalifyError("min_dot_size must be >= 0")
         self.passes()  # what only the passes check (the exclude pattern) fails here too
@@ -141,7 +162,10 @@ class Policy:
                         else _DATA_DTYPE_NAMES[self.square_dtype])
         passes.append(Scalify(data_dtype=_DATA_DTYPE_NAMES[self.data_dtype],
                               square_dtype=square_dtype, square_encoding=self.square_encoding,
-                              square_rounding=self.square_rounding))
+                              square_rounding=self.square_rounding,
+                              square_format=_STATE_FORMAT_NAMES[self.square_format],
+                              moment_format=_STATE_FORMAT_NAMES[self.moment_format],
+                              moment_rounding=self.moment_rounding))
         if self.fp8_dots:
             passes.append(Fp8Dots(forward_format=_FP8_FORMAT_NAMES[self.forward_format],
                                   gradient_format=_FP8_FORMAT_NAMES[self.gradient_format],

@@ -1,0 +1,152 @@
+"""Which entry arguments and results are first moments: optimizer state that the step returns
+as a decayed copy of itself plus a gradient (issue 19: ``moment-format`` stores them in FP8).
+
+The criterion, on the original program, with no marking by the user: a returned value ``r``
+is a moment of the entry argument ``m`` when
+
+    r = c * m + d * g        (an ``add``, in either order)
+
+* ``c`` is a constant in (0, 1): the state decays (Adam's ``b1``, momentum's ``decay``);
+  a weight update ``w + (-lr) * u`` has no factor on ``w``, so weights are never taken;
+* ``d`` is a positive constant, or absent (``optax.trace``: ``g + decay * t``);
+* ``g`` is a gradient: produced by the backward pass (an op under JAX's ``transpose(...)``
+  name stack) through layout ops, converts, products and quotients by scalars (global-norm
+  clipping's ``g / norm * max``), selects of such (clipping's ``select(ok, g, g')``) and
+  L2 weight decay added to it (``g + wd * w``, ``add_decayed_weights`` before the moment).
+  BatchNorm's running statistics average forward-pass values and an average of the weights
+  (Polyak, EMA of parameters) averages the new weights: neither is a gradient;
+* ``m`` is no square (``square_values``): Adam's second moment has the same form with
+  ``g * g``, and is stored by its square root instead.
+
+So optax's ``scale_by_adam`` (adam, adamw, lamb, nadam, adabelief's first moment), lion's
+moment and ``trace`` (SGD momentum, Nesterov or not) are found, chained with clipping and
+schedules, and an ``apply_if_finite``-style ``select(ok, new, old)`` is looked through. Not
+found: a moment whose decay is a runtime value (``inject_hyperparams``), and adafactor's
+optional momentum, an average of the preconditioned update rather than of the gradient.
+The name stack comes from the module's debug locations: a module exported without them
+has no moments.
+"""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.name_stack import is_backward
+from scalify_hlo.rewrites.emitter import defining_op, is_scalable_type, splat_constant_value
+from scalify_hlo.rewrites.op_table import Trait, ops_with
+from scalify_hlo.rewrites.signature_split import returned_values
+from scalify_hlo.rewrites.square_values import scalar_like
+
+# Ops a gradient passes through unchanged in role: layout ops (reshape, transpose,
+# broadcast, copy, ...) and converts.
+_THROUGH = frozenset(ops_with(Trait.LAYOUT_ONLY)) | {"stablehlo.convert"}
+_MAX_DEPTH = 64  # a gradient is a few ops from its producer; bounds the walk on odd graphs
+
+
+def _through_converts(value: ir.Value) -> ir.Value:
+    """``value`` with converts peeled off (mixed-precision state)."""
+    for _ in range(_MAX_DEPTH):
+        op = defining_op(value)
+        if op is None or op.name != "stablehlo.convert":
+            return value
+        value = op.operands[0]
+    return value
+
+
+def _constant(value: ir.Value) -> float | None:
+    """The value of a splat constant (or a broadcast or convert of one), else None."""
+    return splat_constant_value(_through_converts(value))
+
+
+def is_gradient(value: ir.Value) -> bool:
+    """Whether ``value`` is a gradient, possibly rescaled (see the module docstring)."""
+    for _ in range(_MAX_DEPTH):
+        op = defining_op(value)
+        if op is None:
+            return False  # an entry argument (or a loop's block argument)
+        name = op.name
+        if name in _THROUGH:
+            value = op.operands[0]
+        elif name == "stablehlo.optimization_barrier":
+            value = op.operands[ir.OpResult(value).result_number]
+        elif name == "stablehlo.multiply" and scalar_like(op.operands[0]):
+            value = op.operands[1]
+        elif name in ("stablehlo.multiply", "stablehlo.divide") and scalar_like(op.operands[1]):
+            value = op.operands[0]
+        elif name == "stablehlo.select":
+            branches = [v for v in op.operands[1:] if _constant(v) is None]
+            return bool(branches) and all(is_gradient(v) for v in branches)
+        elif name == "stablehlo.add":  # a gradient with L2 weight decay: g + wd * w
+            gradients = [v for v in op.operands if _decayed_state(v) is None]
+            return bool(gradients) and all(is_gradient(v) for v in gradients)
+        else:
+            return is_backward(op.location)
+    return False
+
+
+def _decayed_state(value: ir.Value, below: float = float("inf")) -> ir.Value | None:
+    """The entry argument ``m`` of ``value = c * m`` with a constant ``c`` in (0, below)."""
+    op = defining_op(value)
+    if op is None or op.name != "stablehlo.multiply":
+        return None
+    for factor, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+        c = _constant(factor)
+        state = _through_converts(other)
+        if c is not None and 0.0 < c < below and defining_op(state) is None:
+            return state
+    return None
+
+
+def _decayed(value: ir.Value, arguments: set[ir.Value]) -> ir.Value | None:
+    """The entry argument ``m`` of ``value = c * m`` with a constant ``c`` in (0, 1)."""
+    state = _decayed_state(value, 1.0)
+    return state if state in arguments else None
+
+
+def _gradient_term(value: ir.Value) -> bool:
+    """``d * g`` with a positive constant ``d``, or ``g`` alone, ``g`` a gradient."""
+    op = defining_op(value)
+    if op is not None and op.name == "stablehlo.multiply":
+        for factor, other in ((op.operands[0], op.operands[1]),
+                              (op.operands[1], op.operands[0])):
+            d = _constant(factor)
+            if d is not None:
+                return d > 0.0 and is_gradient(other)
+    return is_gradient(value)
+
+
+def _moment_of(value: ir.Value, arguments: set[ir.Value]) -> ir.Value | None:
+    """The argument whose moment ``value`` is, looking through converts and a
+    ``select(ok, new, old)`` that keeps the old state (``optax.apply_if_finite``)."""
+    value = _through_converts(value)
+    op = defining_op(value)
+    if op is not None and op.name == "stablehlo.select":
+        new, old = op.operands[1], op.operands[2]
+        for kept, updated in ((_through_converts(old), new), (_through_converts(new), old)):
+            if kept in arguments:
+                found = _moment_of(updated, arguments)
+                return found if found == kept else None
+        return None
+    if op is None or op.name != "stablehlo.add":
+        return None
+    a, b = op.operands
+    for decayed, term in ((a, b), (b, a)):
+        state = _decayed(decayed, arguments)
+        if state is not None and _gradient_term(term):
+            return state
+    return None
+
+
+def first_moments(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Value]:
+    """The entry arguments of ``func`` that are first moments and the returned values that
+    update them (same type): both cross the boundary in the moment format."""
+    block = func.regions[0].blocks[0]
+    arguments = {a for a in block.arguments if is_scalable_type(a.type) and a not in squares}
+    found: set[ir.Value] = set()
+    for value in returned_values(block) or []:
+        if not is_scalable_type(value.type) or value in squares:
+            continue
+        state = _moment_of(value, arguments)
+        if state is not None and state.type == value.type:
+            found |= {state, value}
+    return found
