@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalify_hlo import module_io
-from scalify_hlo.dtypes import DATA_DTYPES, FLOAT_DTYPES
+from scalify_hlo.dtypes import DATA_DTYPES, FLOAT_DTYPES, STORAGE_DTYPES
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.flat_pairs import flat_positions, flat_size
 from scalify_hlo.names import label
@@ -230,7 +230,7 @@ def _scaled_match(specs: tuple[TensorSpec, ...],
     for spec, position in zip(specs, flat_positions(s.is_scaled for s in specs), strict=True):
         if spec.is_scaled:
             data, scale = flat[position], flat[position + 1]
-            if (data.shape != spec.shape or data.element not in DATA_DTYPES
+            if (data.shape != spec.shape or data.element not in STORAGE_DTYPES
                     or scale != TensorSpec((), "f32")):
                 return None
             dtypes.append(data.element)

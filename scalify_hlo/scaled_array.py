@@ -15,7 +15,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from scalify_hlo.dtypes import DATA_NUMPY_DTYPES, EXPONENT_RANGES
+from scalify_hlo.dtypes import (
+    DATA_NUMPY_DTYPES,
+    EXPONENT_RANGES,
+    FP8_MAX,
+    FP8_NUMPY_FORMATS,
+    FP8_TOP_EXPONENT,
+)
 from scalify_hlo.errors import ScalifyError
 
 # (smallest normal, largest) exponent of f32: the range of a scale.
@@ -190,22 +196,55 @@ def pow2_scale(x: Any, dtype: Any = jnp.float16) -> jax.Array:
                      jnp.where(rms > 0, scale, 1.0))
 
 
+def fp8_format(dtype: Any) -> str | None:
+    """The MLIR name of an FP8 dtype (``float8_e4m3fn`` -> ``f8E4M3FN``), else None."""
+    return FP8_NUMPY_FORMATS.get(jnp.dtype(dtype))
+
+
+def fp8_scale(x: Any, dtype: Any) -> jax.Array:
+    """The power of two that puts the amax of the finite values of ``x`` in the top binade of
+    the FP8 ``dtype``, as a step stores FP8 state (traceable): the tensor keeps the format's
+    whole range below its largest element. An all-zero tensor gets f16 data's zero scale
+    (FP8 state sits beside f16 data), 1 when nothing is finite."""
+    x = jnp.asarray(x, jnp.float32)
+    finite = jnp.isfinite(x)
+    amax = jnp.max(jnp.where(finite, jnp.abs(x), 0.0))
+    exponent = jnp.frexp(amax)[1] - 1 - FP8_TOP_EXPONENT[fp8_format(dtype)]
+    scale = jnp.ldexp(jnp.float32(1.0), jnp.clip(exponent, *_F32_EXPONENTS).astype(jnp.int32))
+    return jnp.where(amax > 0, scale, jnp.where(jnp.any(finite), jnp.float32(ZERO_SCALE), 1.0))
+
+
+def to_fp8(value: Any, scale: Any, dtype: Any) -> jax.Array:
+    """``value / scale`` as FP8 data of ``dtype``, finite values clamped to its largest
+    finite value first (a convert to FP8 does not saturate: E4M3FN turns 465 into NaN)."""
+    data = jnp.asarray(value, jnp.float32) / scale
+    limit = FP8_MAX[fp8_format(dtype)]
+    return jnp.where(jnp.isfinite(data), jnp.clip(data, -limit, limit), data).astype(dtype)
+
+
 def as_scaled(x: Any, dtype: Any = jnp.float16, encoding: str | None = None) -> ScaledArray:
-    """Split ``x`` into data of ``dtype`` and a power-of-two scale from its RMS; with
-    ``encoding="sqrt"`` the data holds the signed square root (the scale is the root's).
-    A ScaledArray keeps its encoding unless ``encoding`` names another one (then it is
-    unscaled and encoded again)."""
+    """Split ``x`` into data of ``dtype`` and a power-of-two scale from its RMS (from its
+    amax in the format's top binade for an FP8 ``dtype``); with ``encoding="sqrt"`` the
+    data holds the signed square root (the scale is the root's). A ScaledArray keeps its
+    encoding unless ``encoding`` names another one, and its data unless it must become FP8
+    (then it is unscaled and split again)."""
     if isinstance(x, ScaledArray):
-        if encoding is None or encoding == x.encoding:
+        same = encoding is None or encoding == x.encoding
+        if same and (fp8_format(dtype) is None or jnp.dtype(x.dtype) == jnp.dtype(dtype)):
             return ScaledArray(jnp.asarray(x.data).astype(dtype),
                                jnp.asarray(x.scale, jnp.float32), x.encoding)
+        encoding = x.encoding if encoding is None else encoding
         x = x.unscale()
     encoding = encoding or ""
     value = jnp.asarray(x, jnp.float32)
     if encoding == SQRT:
         value = jnp.sign(value) * jnp.sqrt(jnp.abs(value))
-    scale = pow2_scale(value, dtype)
-    data = (value / scale).astype(dtype)
+    if fp8_format(dtype) is not None:
+        scale = fp8_scale(value, dtype)
+        data = to_fp8(value, scale, dtype)
+    else:
+        scale = pow2_scale(value, dtype)
+        data = (value / scale).astype(dtype)
     _mark_pow2(scale)
     return ScaledArray(data, scale, encoding)
 
@@ -291,8 +330,12 @@ def split_pow2(data: Any, scale: Any, dtype: Any) -> ScaledArray:
     factor = jnp.where(field == 0, subnormal, jnp.where(finite, normal, s))
     exponent = jnp.where(finite, exponent, 0)
     pow2 = lax.bitcast_convert_type((exponent + 127) << 23, jnp.float32)
-    scaled = (jnp.asarray(data, jnp.float32) * factor).astype(dtype)
-    return ScaledArray(scaled, pow2)
+    scaled = jnp.asarray(data, jnp.float32) * factor
+    if fp8_format(dtype) is not None and jnp.dtype(jnp.asarray(data).dtype) != jnp.dtype(dtype):
+        # Wider data made FP8: its amax moves to the format's top binade (both powers of two).
+        shift = fp8_scale(scaled, dtype)
+        return ScaledArray(to_fp8(scaled, shift, dtype), pow2 * shift)
+    return ScaledArray(scaled.astype(dtype), pow2)
 
 
 def is_scalable(x: Any) -> bool:

@@ -265,7 +265,7 @@ class ScaledStep:
                 value = split_pow2(*leaf, dtype)
             else:
                 bank, index = divmod(code, BANK_STRIDE)
-                value = ScaledArray(jnp.asarray(leaf).astype(dtype), banks[bank][index])
+                value = as_scaled(ScaledArray(jnp.asarray(leaf), banks[bank][index]), dtype)
             inputs += [value.data, value.scale]
         raw = self.exported.call(*inputs)
         outputs: list[Any] = []

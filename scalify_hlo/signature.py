@@ -15,7 +15,15 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from scalify_hlo import module_io
-from scalify_hlo.dtypes import DATA_DTYPES, ELEMENT_DTYPES, EXPONENT_RANGES
+from scalify_hlo.dtypes import (
+    DATA_DTYPES,
+    ELEMENT_DTYPES,
+    EXPONENT_RANGES,
+    FP8_MAX,
+    FP8_NUMPY_FORMATS,
+    FP8_TOP_EXPONENT,
+    STORAGE_DTYPES,
+)
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.flat_pairs import flat_positions
 from scalify_hlo.names import ENCODING_ATTR, SQRT_ENCODING, string_attr
@@ -30,7 +38,14 @@ class TensorSpec:
 
     @property
     def is_scaled(self) -> bool:
+        """A float the scaled convention splits (in an original signature)."""
         return self.element in DATA_DTYPES
+
+    @property
+    def is_data_half(self) -> bool:
+        """An element type a data half of a scaled signature may have (FP8 too: state
+        stored in 8 bits, ``moment-format``)."""
+        return self.element in STORAGE_DTYPES
 
     @property
     def dtype(self) -> np.dtype:
@@ -114,7 +129,7 @@ def _scale_inputs(func: ir.Operation, inputs: tuple[TensorSpec, ...]) -> tuple[i
         return ()
     listed = ir.DenseI64ArrayAttr(func.attributes[SCALE_ARGS_ATTR])
     return tuple(index for index in listed if 0 < index < len(inputs)
-                 and inputs[index - 1].is_scaled and inputs[index] == TensorSpec((), "f32"))
+                 and inputs[index - 1].is_data_half and inputs[index] == TensorSpec((), "f32"))
 
 
 def signature_of_type(function_type: ir.Type) -> EntrySignature:
@@ -167,10 +182,32 @@ def split_inputs(original: EntrySignature, inputs: Sequence[np.ndarray],
         scale = scales[index] if scales is not None and index < len(scales) else None
         dtype = (data_dtype[index] if isinstance(data_dtype, (list, tuple))
                  else data_dtype)
-        scale = pow2_scale_of(x, dtype) if scale is None else _checked_scale(scale, index)
-        data = (x.astype(np.float64) / np.float64(scale)).astype(dtype or np.float32)
-        flat += [data, np.asarray(scale, dtype=np.float32)]
+        fp8 = FP8_NUMPY_FORMATS.get(np.dtype(dtype)) if dtype is not None else None
+        if scale is None:
+            scale = fp8_scale_of(x, fp8) if fp8 else pow2_scale_of(x, dtype)
+        else:
+            scale = _checked_scale(scale, index)
+        data = x.astype(np.float64) / np.float64(scale)
+        if fp8:  # a convert to FP8 does not saturate: finite values are clamped first
+            data = np.where(np.isfinite(data), np.clip(data, -FP8_MAX[fp8], FP8_MAX[fp8]), data)
+        flat += [data.astype(dtype or np.float32), np.asarray(scale, dtype=np.float32)]
     return flat
+
+
+def fp8_scale_of(x: np.ndarray, fmt: str) -> np.float32:
+    """The power of two that puts the amax of the finite values of ``x`` in the top binade of
+    the FP8 format ``fmt`` (MLIR name), as a step stores FP8 state: the tensor keeps the
+    format's whole range below its largest element. An all-zero tensor gets f16 data's zero
+    scale (FP8 state sits beside f16 data), 1 when nothing is finite."""
+    values = np.asarray(x, dtype=np.float64)
+    finite = np.abs(values[np.isfinite(values)])
+    if not finite.size:
+        return np.float32(1.0)
+    amax = float(finite.max())
+    if amax == 0.0:
+        return np.float32(zero_tensor_scale(np.float16))
+    exponent = np.frexp(amax)[1] - 1 - FP8_TOP_EXPONENT[fmt]  # floor(log2(amax)) - top
+    return np.float32(2.0 ** int(np.clip(exponent, *EXPONENT_RANGES["f32"])))
 
 
 def _checked_scale(scale: float, index: int) -> np.float32:
