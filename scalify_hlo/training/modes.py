@@ -128,4 +128,6 @@ def state_bytes(state: Any) -> int:
 
 
 def all_finite(state: Any) -> bool:
-    return all(np.all(np.isfinite(a)) for a in _arrays(state) if a.dtype.kind == "f")
+    """No NaN or Inf in any floating array (FP8 arrays, numpy kind "V", too)."""
+    return all(np.all(np.isfinite(a.astype(np.float32))) for a in _arrays(state)
+               if jnp.issubdtype(a.dtype, jnp.floating))
