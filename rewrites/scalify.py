@@ -238,8 +238,9 @@ class Scalify(ModulePass):
         "(the data dtype) or an FP8 format (scale from the moment's amax, in the format's "
         "top binade)", STATE_FORMATS)
     moment_rounding: str = option(
-        "nearest", "how a first moment is rounded to its FP8 format at the boundary: nearest "
-        "or stochastic", SQUARE_ROUNDINGS)
+        "stochastic", "how a first moment is rounded to its FP8 format at the boundary: "
+        "stochastic (unbiased: with 3 significand bits, nearest rounding drops a moving "
+        "average's changes below 6% of it) or nearest", SQUARE_ROUNDINGS)
 
     def validate(self) -> None:
         if self.square_format != "none" and not resolve_square_encoding(

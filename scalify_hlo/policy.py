@@ -72,7 +72,10 @@ class Policy:
         the step returns as c * itself + d * gradient, found without marking), with a
         power-of-two scale from their amax: weights f16, mu FP8, nu's root f16 is 5 of the
         12 bytes per parameter of f32 state.
-    moment_rounding: nearest or stochastic rounding of a first moment to its FP8 format.
+    moment_rounding: stochastic (the default) or nearest rounding of a first moment to its
+        FP8 format: E4M3FN's 3 significand bits make nearest rounding drop the changes of a
+        moving average with b1 = 0.9 that are below 6% of it; stochastic rounding keeps them
+        in expectation (measured: MNIST and char-GPT train slightly better, how-it-works.md).
     """
 
     data_dtype: str = "float16"
@@ -90,7 +93,7 @@ class Policy:
     square_rounding: str = "nearest"
     square_format: str = "none"
     moment_format: str = "none"
-    moment_rounding: str = "nearest"
+    moment_rounding: str = "stochastic"
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:

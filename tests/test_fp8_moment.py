@@ -116,13 +116,14 @@ def _quantized(value: np.ndarray) -> tuple[np.ndarray, float]:
 
 def test_f32_data_rounds_only_at_the_boundary() -> None:
     """In f32 data the step with an FP8 mu computes what the original computes from the
-    decoded mu (to f32 rounding), and stores the new mu as numpy's E4M3FN rounding of the
-    original's at the amax scale."""
+    decoded mu (to f32 rounding), and stores the new mu as numpy's E4M3FN rounding to nearest
+    of the original's at the amax scale."""
     fn, args = _setup(optax.adam(1e-2))
     _, opt_state, _ = jax.jit(fn)(*args)  # a nonzero first moment
     args = (args[0], opt_state, *args[2:])
     step = compile_scaled(fn, *args, policy=Policy(data_dtype="float32", fp8_dots=False,
-                                                   moment_format="float8_e4m3fn"))
+                                                   moment_format="float8_e4m3fn",
+                                                   moment_rounding="nearest"))
     state = step.scale_args(*args)
     assert state[1][0].mu["w1"].data.dtype == E4M3
     want = jax.jit(fn)(*unscale_tree(state))
@@ -157,9 +158,8 @@ def test_state_bytes_from_the_entry_signature(policy: Policy, ratio: float) -> N
 
 
 @pytest.mark.parametrize("policy", [
-    MU8, Policy(moment_format="float8_e4m3fn", moment_rounding="stochastic"),
-    Policy(moment_format="float8_e4m3fn", square_format="float8_e4m3fn",
-           square_rounding="stochastic")], ids=["mu8", "mu8-sr", "mu8-root8-sr"])
+    MU8, Policy(moment_format="float8_e4m3fn", square_format="float8_e4m3fn",
+                square_rounding="stochastic")], ids=["mu8", "mu8-root8"])
 def test_short_training_is_finite_and_close_to_fp32(policy: Policy) -> None:
     fn, args = _setup(_ADAMW)
     step = compile_scaled(fn, *args, policy=policy)

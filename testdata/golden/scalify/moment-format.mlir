@@ -1,10 +1,10 @@
 // RUN: scalify-hlo rewrite %s --split-input-file \
-// RUN:   --pipeline 'scalify{data-dtype=f16 moment-format=f8E4M3FN},simplify' | filecheck %s
+// RUN:   --pipeline 'scalify{data-dtype=f16 moment-format=f8E4M3FN moment-rounding=nearest},simplify' \
+// RUN:   | filecheck %s
 // RUN: scalify-hlo rewrite %s --split-input-file \
 // RUN:   --pipeline 'scalify{data-dtype=f16 moment-format=f8E5M2},simplify' | filecheck %s --check-prefix E5
 // RUN: scalify-hlo rewrite %s --split-input-file \
-// RUN:   --pipeline 'scalify{data-dtype=f16 moment-format=f8E4M3FN moment-rounding=stochastic},simplify' \
-// RUN:   | filecheck %s --check-prefix SR
+// RUN:   --pipeline 'scalify{data-dtype=f16 moment-format=f8E4M3FN},simplify' | filecheck %s --check-prefix SR
 // RUN: scalify-hlo rewrite %s --split-input-file \
 // RUN:   --pipeline 'scalify{data-dtype=f32 moment-format=f8E4M3FN},simplify' | filecheck %s --check-prefix F32
 // RUN: scalify-hlo rewrite %s --split-input-file \
@@ -14,7 +14,8 @@
 // transpose(...) name stack), crosses the step boundary as FP8 data: on entry it is widened
 // to f16 (exact) and moved from the top binade to unit scale by 2^-7 (the scale takes 2^7,
 // statically); on exit the amax of the new moment sets the scale (its data in [128, 256)),
-// finite values are clamped to +-448 (a convert to FP8 does not saturate) and converted.
+// finite values are clamped to +-448 (a convert to FP8 does not saturate) and converted
+// (here rounded to nearest).
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    (%arg0: tensor<4xf8E4M3FN>, %arg1: tensor<f32>, %arg2: tensor<4xf16>, %arg3: tensor<f32>)
@@ -43,8 +44,8 @@
 // E5-DAG:     stablehlo.constant dense<3.906250e-03> : tensor<4xf16>
 // E5:         stablehlo.convert {{.*}} : (tensor<4xf32>) -> tensor<4xf8E5M2>
 
-// moment-rounding=stochastic: a hash of the f32 bits and index, below 2^20 (the bits E4M3FN
-// drops), added and those bits cleared, before the clamp.
+// moment-rounding=stochastic (the default): a hash of the f32 bits and index, below 2^20 (the
+// bits E4M3FN drops), added and those bits cleared, before the clamp.
 // SR-LABEL: func.func public @main
 // SR:         [[BITS:%.*]] = stablehlo.bitcast_convert [[X:%.*]] : (tensor<4xf32>) -> tensor<4xi32>
 // SR:         [[NOISE:%.*]] = stablehlo.and {{.*}} : tensor<4xi32>
