@@ -60,6 +60,19 @@ MODES: dict[str, Mode] = {m.name: m for m in (
     Mode("scalify-f16-bf16sq", "scalify-f16 with Adam's second moment in bf16 (16-bit state; "
          "the default keeps it in f32)", jnp.float32,
          Policy(fp8_dots=False, square_dtype="bfloat16")),
+    Mode("scalify-fp8-mu8", "scalify-fp8 with Adam's first moment stored in FP8 E4M3FN, amax "
+         "scale, stochastic rounding (moment_format; the second moment's root in f16)",
+         jnp.float32, Policy(moment_format="float8_e4m3fn")),
+    Mode("scalify-fp8-mu8-nu8", "scalify-fp8-mu8 with the second moment's square root in FP8 "
+         "E5M2 too, stochastic rounding (square_format)", jnp.float32,
+         Policy(moment_format="float8_e4m3fn", square_format="float8_e5m2",
+                square_rounding="stochastic")),
+    # The alternatives measured against them (how-it-works.md, "First moments in FP8").
+    Mode("scalify-fp8-mu8-nearest", "scalify-fp8-mu8 rounding the first moment to nearest",
+         jnp.float32, Policy(moment_format="float8_e4m3fn", moment_rounding="nearest")),
+    Mode("scalify-fp8-mu8-nu8e4", "scalify-fp8-mu8-nu8 with the root in E4M3FN", jnp.float32,
+         Policy(moment_format="float8_e4m3fn", square_format="float8_e4m3fn",
+                square_rounding="stochastic")),
 )}
 
 
