@@ -65,6 +65,8 @@ def is_gradient(value: ir.Value) -> bool:
         if op is None:
             return False  # an entry argument (or a loop's block argument)
         name = op.name
+        if is_backward(op.location):
+            return True
         if name in _THROUGH:
             value = op.operands[0]
         elif name == "stablehlo.optimization_barrier":
@@ -80,7 +82,7 @@ def is_gradient(value: ir.Value) -> bool:
             gradients = [v for v in op.operands if _decayed_state(v) is None]
             return bool(gradients) and all(is_gradient(v) for v in gradients)
         else:
-            return is_backward(op.location)
+            return False
     return False
 
 
