@@ -16,10 +16,12 @@ its size (at most ``GROUP`` tensors: XLA:GPU splits a fusion with more operands)
 scalars are slices of the vector, read where they are used.
 
 Where: a statistic can be taken once the tensors it reads exist (the operands of its
-elementwise prelude, ``abs(convert(x))`` say, which moves with it) and must be taken
-before its first use. Those intervals are covered by the fewest points (sort by first
-use, take the earliest, group everything available by then: the greedy cover is optimal),
-and each group goes just before its point. Max statistics are exact in any order; sums are
+elementwise prelude, ``abs(convert(x))`` say, which is cloned beside the group as XLA would
+clone it into the group's kernel) and must be taken before its first use other than the
+scalar and elementwise ops that apply it, which wait below the group (a rescaled gradient is
+not needed before the update). Those intervals are covered by the fewest points (sort by
+first use, take the earliest, group everything available by then whose inputs do not wait on
+another member: the greedy cover is optimal), and each group goes just before its point. Max statistics are exact in any order; sums are
 regrouped, which changes their rounding in the last bits (a scale is a power of two
 rounded from it).
 """
