@@ -21,9 +21,9 @@ clone it into the group's kernel) and must be taken before its first use other t
 scalar and elementwise ops that apply it, which wait below the group (a rescaled gradient is
 not needed before the update). Those intervals are covered by the fewest points (sort by
 first use, take the earliest, group everything available by then whose inputs do not wait on
-another member: the greedy cover is optimal), and each group goes just before its point. Max statistics are exact in any order; sums are
-regrouped, which changes their rounding in the last bits (a scale is a power of two
-rounded from it).
+another member: the greedy cover is optimal), and each group goes just before its point.
+Max statistics are exact in any order; sums are regrouped, which changes their rounding in
+the last bits (a scale is a power of two rounded from it).
 """
 
 from __future__ import annotations
