@@ -2,6 +2,7 @@
 
 from scalify_hlo.rewrites import (  # noqa: F401  (registration)
     fp8_dots,
+    group_statistics,
     inline,
     loop_scales,
     mlir_passes,

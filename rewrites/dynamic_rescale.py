@@ -75,6 +75,42 @@ class Rescaler:
         self.state.context.bump("scalify.rescaled")
         return Scaled(data, value.scale.times(Scale.dynamic(moved)))
 
+    def at_unit_rms(self, value: Scaled, storage: ir.Type, max_exponent: int) -> Scaled:
+        """``value`` with data of unit RMS in ``storage`` (its scale times the power of two
+        nearest the data's RMS), but never past ``2^max_exponent``: where the largest
+        magnitude is that far above the RMS (a sparse tensor), the scale rises to keep it
+        below. Unit RMS, not unit amax, is what unit scaling's rules assume of a step's
+        inputs: a weight stored at its amax has data of RMS ~1/4, and each dot of the next
+        step's forward pass then shrinks the data that much more. An all-zero tensor takes
+        the scale an all-zero argument gets; a non-finite one keeps its scale (its data is
+        what the unscaled value is)."""
+        emit, types = self.emit, self.state.types
+        f32, i32, scalar = types.f32, types.scalar_i32, types.scalar_f32
+        wide = emit.convert(value.data, f32)
+        size = float(max(1, int(np.prod(ir.RankedTensorType(wide.type).shape))))
+        squares = emit.reduce_all(emit.binary("stablehlo.multiply", wide, wide),
+                                  "stablehlo.add", 0.0)
+        amax = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum", 0.0)
+        rms = emit.unary("stablehlo.sqrt", emit.binary("stablehlo.divide", squares,
+                                                        emit.splat(size, scalar)))
+        by_rms = emit.exponent_of_pow2(emit.pow2_round(rms))
+        floor = emit.binary("stablehlo.subtract", emit.exponent_of_pow2(amax),
+                            emit.int_scalar(max_exponent - 1), i32)
+        measured = emit.binary("stablehlo.maximum", by_rms, floor, i32)
+        i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
+        usable = emit.op("stablehlo.and", [  # a finite, nonzero statistic, normal powers
+            emit.compare("GT", amax, emit.splat(0.0, scalar)),
+            emit.compare("LE", squares, emit.splat(3.0e38, scalar))], [i1]).result
+        measured = emit.clamp_exponent(measured, -126, 126)
+        moved = emit.op("stablehlo.select", [usable, measured,
+                                             self._zero_shift(value, amax)], [i32]).result
+        shift = emit.op("stablehlo.select", [usable, measured, emit.int_scalar(0)],
+                        [i32]).result
+        inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", shift, i32))
+        data = emit.convert(emit.times_factor(wide, inverse), storage)
+        self.state.context.bump("scalify.rescaled")
+        return Scaled(data, value.scale.times(Scale.dynamic(moved)))
+
     def _zero_shift(self, value: Scaled, statistic: ir.Value) -> ir.Value:
         """What a rescale moves into the scale when its statistic is no normal power of two:
         nothing, except for an all-zero tensor, whose scale becomes the one an all-zero

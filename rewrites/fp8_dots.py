@@ -24,7 +24,14 @@ from dataclasses import dataclass
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.dtypes import DATA_DTYPES, FP8_FORMATS, FP8_MAX, FP8_TOP_EXPONENT
+from scalify_hlo.dtypes import (
+    DATA_DTYPES,
+    EXPONENT_RANGES,
+    FP8_EXPONENT_RANGES,
+    FP8_FORMATS,
+    FP8_MAX,
+    FP8_TOP_EXPONENT,
+)
 from scalify_hlo.errors import PipelineError
 from scalify_hlo.module_io import short_location
 from scalify_hlo.name_stack import has_name_stack, is_backward
@@ -42,7 +49,7 @@ from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 
 # How an operand reaches its FP8 format (the pass's ``scaling`` option, Policy.fp8_scaling).
-SCALINGS = ("amax", "none")
+SCALINGS = ("auto", "amax", "none")
 # Bound on an operand's shift, so that both shifts and their sum stay normal f32 powers of two.
 _MAX_SHIFT = 60
 # Ops that only move data: an operand reached through them keeps its producer's role.
@@ -126,7 +133,7 @@ class Fp8Options:
     min_size: int
     exclude: re.Pattern | None
     use_locations: bool
-    scaling: str = "amax"
+    scaling: str = "auto"
 
 
 def _ineligible(op: ir.Operation, options: Fp8Options) -> str | None:
@@ -182,12 +189,26 @@ def _amax_shift(emit: Emitter, wide: ir.Value, fmt: str) -> ir.Value:
     return emit.op("stablehlo.select", [normal, shift, emit.int_scalar(0)], [i32]).result
 
 
+def measures_amax(scaling: str, fmt: str, data_dtype: str) -> bool:
+    """Whether an operand of ``data_dtype`` takes a shift from its amax before the cast to
+    ``fmt``: always under ``amax``, never under ``none``; under ``auto`` where the format's
+    exponent range is narrower than the data type's (E4M3FN for any data; E5M2 holds f16's
+    whole range, so f16 data casts to it as it is, and the statistic, a reduction and on a
+    GPU two kernels per operand, buys nothing there)."""
+    if scaling != "auto":
+        return scaling == "amax"
+    low, high = FP8_EXPONENT_RANGES[fmt]
+    data_low, data_high = EXPONENT_RANGES[data_dtype]
+    return low > data_low or high < data_high
+
+
 def _cast_operand(emit: Emitter, value: ir.Value, fmt: str, layout: OperandLayout,
                   scaling: str = "none") -> tuple[ir.Value, ir.Value | None]:
-    """The FP8 operand, and (``scaling=amax``) the i32 exponent its data was multiplied by."""
+    """The FP8 operand, and (when it ``measures_amax``) the i32 exponent its data was
+    multiplied by."""
     limit = FP8_MAX[fmt]
     shift = None
-    if scaling == "amax":
+    if measures_amax(scaling, fmt, str(element_type(value))):
         f32 = ir.F32Type.get()
         wide = emit.convert(value, f32)
         shift = _amax_shift(emit, wide, fmt)
@@ -243,10 +264,11 @@ def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "no
     if factor is not None:  # the unit-scaling 2^-k: in f32 right after the GEMM, where XLA
         multiply, value = factor  # folds it, and before the narrowing convert can overflow
         output = multiply.results[0]
-    if lhs_shift is not None and rhs_shift is not None:  # the operands' shifts undone, with
-        i32 = emit.types.scalar_i32  # the 2^-k, as one rank-0 factor
-        undo = emit.pow2_of_exponent(emit.unary("stablehlo.negate", emit.binary(
-            "stablehlo.add", lhs_shift, rhs_shift, i32), i32))
+    shifts = [shift for shift in (lhs_shift, rhs_shift) if shift is not None]
+    if shifts:  # the operands' shifts undone, with the 2^-k, as one rank-0 factor
+        i32 = emit.types.scalar_i32
+        total = shifts[0] if len(shifts) == 1 else emit.binary("stablehlo.add", *shifts, i32)
+        undo = emit.pow2_of_exponent(emit.unary("stablehlo.negate", total, i32))
         if factor is not None:
             undo = emit.binary("stablehlo.multiply", undo, emit.scalar_f32(factor[1]))
         product = emit.binary("stablehlo.multiply", product,
@@ -316,8 +338,10 @@ class Fp8Dots(ModulePass):
     min_size: int = option(0, "dots with fewer multiply-adds stay in the data dtype")
     exclude: str = option("", "regular expression on op locations of dots to leave alone")
     scaling: str = option(
-        "amax", "amax: each operand is brought to the format's top binade by a power of two "
-        "from its amax, undone on the dot's output; none: the data is cast as it is", SCALINGS)
+        "auto", "amax: each operand is brought to the format's top binade by a power of two "
+        "from its amax, undone on the dot's output; none: the data is cast as it is; auto: "
+        "amax where the format's exponent range is narrower than the data dtype's (E4M3FN), "
+        "none where it holds it (E5M2 for f16 data)", SCALINGS)
 
     def validate(self) -> None:
         self._exclude_pattern()

@@ -48,7 +48,8 @@ def to_fp8(scope: Scope, value: Scaled, fmt: ir.Type, stochastic: bool = False) 
     t = wide.type
     amax = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum", 0.0)
     top = emit.exponent_of_pow2(amax)  # floor(log2(amax)); -127 for 0 and subnormals
-    total = scope.exponent(value.scale)
+    static = value.scale.exp if value.scale.is_static else None  # an update tail's result: 0
+    total = scope.exponent(value.scale) if static is None else emit.int_scalar(static)
 
     def pick(condition: ir.Value, yes: ir.Value, no: ir.Value) -> ir.Value:
         return emit.op("stablehlo.select", [condition, yes, no], [i32]).result
@@ -62,7 +63,8 @@ def to_fp8(scope: Scope, value: Scaled, fmt: ir.Type, stochastic: bool = False) 
         _int_compare(emit, "LT", top, emit.int_scalar(MAX_EXPONENT + 1), i1)], [i1]).result
     zero = emit.compare("EQ", amax, emit.splat(0.0, types.scalar_f32))
     zero_exponent = MIN_EXPONENT if scope.state.common_scale_rule == "max" else 0
-    measured = add(total, add(top, emit.int_scalar(-FP8_TOP_EXPONENT[name])))
+    measured = (add(top, emit.int_scalar(static - FP8_TOP_EXPONENT[name])) if static is not None
+                else add(total, add(top, emit.int_scalar(-FP8_TOP_EXPONENT[name]))))
     scale_exponent = emit.clamp_exponent(pick(normal, measured, pick(
         zero, emit.int_scalar(zero_exponent), total)), MIN_EXPONENT, MAX_EXPONENT)
     shift = emit.clamp_exponent(emit.binary("stablehlo.subtract", total, scale_exponent, i32),

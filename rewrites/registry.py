@@ -113,7 +113,7 @@ class Record(NamedTuple):
 
 
 # What a record says about an op, in the order tables list them.
-RECORD_KINDS = ("static", "runtime", "rescale", "fp8", "not-fp8", "wide", "fallback",
+RECORD_KINDS = ("static", "runtime", "update", "rescale", "fp8", "not-fp8", "wide", "fallback",
                 "saturated")
 
 

@@ -1,13 +1,15 @@
 """The ``rescale`` pass: choose where scales are recomputed from the data at run time.
 
 Static propagation keeps data near unit scale on average; dynamic rescaling resets it where
-the policy asks: at dot outputs, at gradients (dot and reduce outputs of the backward pass),
-at the step's outputs (weights and optimizer state), or at the outputs whose scale can drift
-from one call to the next (``drifting-outputs``: moving averages such as momentum, Adam's
-moments and BatchNorm's running statistics; see ``Scope.can_drift``). This pass runs before
-``scalify`` and marks those ops with ``scalify.rescale = "<amax|rms>:<nearest|up>"``;
-``scalify`` then measures the data (amax or RMS), rounds it to a power of two and moves that
-factor from data to scale.
+the policy asks: at dot outputs; at the backward pass's dot outputs (``backward-dots``: the
+gradients of activations and weights, where unit scaling's estimate drifts most, by more
+than f16's exponent range over a few layers); at gradients (the backward pass's dot and
+reduce outputs); at the step's outputs (weights and optimizer state); or at the outputs
+whose scale can drift from one call to the next (``drifting-outputs``: moving averages such
+as momentum, Adam's moments and BatchNorm's running statistics; see ``Scope.can_drift``).
+This pass runs before ``scalify`` and marks those ops with ``scalify.rescale =
+"<amax|rms>:<nearest|up>"``; ``scalify`` then measures the data (amax or RMS), rounds it to
+a power of two and moves that factor from data to scale.
 """
 
 from __future__ import annotations
@@ -23,31 +25,39 @@ from scalify_hlo.rewrites.scope import RESCALE_ATTR, RESCALE_DRIFTING_ATTR
 from scalify_hlo.symbols import entry_function
 
 # The pass's option choices (Policy.rescale_at, rescale_method, scale_rounding).
-RESCALE_POINTS = ("dot-outputs", "gradients", "outputs", "drifting-outputs")
+RESCALE_POINTS = ("dot-outputs", "backward-dots", "gradients", "outputs", "drifting-outputs")
 RESCALE_METHODS = ("amax", "rms")
 SCALE_ROUNDINGS = ("nearest", "up")
 
 _DOTS = ops_in_family(Family.DOT)
-_GRADIENT_PRODUCERS = _DOTS + ("stablehlo.reduce",)
+# The ops each point marks inside the function (the output points mark its return): their
+# names, and whether only those of the backward pass (JAX's ``transpose(jvp(...))``).
+_OP_POINTS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "dot-outputs": (_DOTS, False),
+    "backward-dots": (_DOTS, True),
+    "gradients": (_DOTS + ("stablehlo.reduce",), True),
+}
 
 
 def mark_rescale_points(module: ir.Module, points: set[str], method: str,
                         rounding: str = "nearest") -> int:
-    names = (_DOTS if "dot-outputs" in points else ()) + (
-        _GRADIENT_PRODUCERS if "gradients" in points else ())
-    marked = [op for op in ops_named(module.operation, *names)
-              if ("dot-outputs" in points and op.name in _DOTS)
-              or is_backward(op.location)]  # only gradient producers are left to check
+    marked: dict[ir.Operation, None] = {}  # each op once, in walk order
+    for point in sorted(points & set(_OP_POINTS)):
+        names, backward_only = _OP_POINTS[point]
+        for op in ops_named(module.operation, *names):
+            if not backward_only or is_backward(op.location):
+                marked[op] = None
     how = ir.StringAttr.get(f"{method}:{rounding}")
     for op in marked:
         op.attributes[RESCALE_ATTR] = how
+    count = len(marked)
     if points & {"outputs", "drifting-outputs"}:
         entry = entry_function(module)
         terminator = entry.regions[0].blocks[0].operations[-1].operation
         every = "outputs" in points
         terminator.attributes[RESCALE_ATTR if every else RESCALE_DRIFTING_ATTR] = how
-        marked.append(terminator)
-    return len(marked)
+        count += 1
+    return count
 
 
 @register("rescale",

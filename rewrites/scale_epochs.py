@@ -46,7 +46,7 @@ def _is_scalar_type(t: ir.Type) -> bool:
     return type(t) is ir.RankedTensorType and t.rank == 0
 
 
-def _is_chain_op(op: ir.Operation) -> bool:
+def is_chain_op(op: ir.Operation) -> bool:
     """A pure scalar op on scalars: cheap to recompute, so XLA copies it into each user."""
     name = op.name
     if name != "stablehlo.constant" and name not in _CHAIN_OPS:
@@ -64,7 +64,7 @@ class _Epochs:
 
     def __init__(self, block: ir.Block) -> None:
         self.ops = [op.operation for op in block.operations]
-        self.chain = [_is_chain_op(op) for op in self.ops]
+        self.chain = [is_chain_op(op) for op in self.ops]
         self.position: dict[ir.Value, int] = {}  # every result -> position of its op
         for position, op in enumerate(self.ops):
             for result in op.results:
@@ -176,17 +176,25 @@ def _pack(emit: Emitter, values: list[ir.Value]) -> list[ir.Value]:
     return taken
 
 
-def materialize_block(block: ir.Block) -> int:
-    """Move the block's chain ops to their epochs and pack each epoch's boundary values;
-    returns how many values were packed."""
+def move_to_epochs(block: ir.Block) -> tuple[_Epochs, dict[int, ir.Operation]]:
+    """Move the block's chain ops up to their epochs (just after their roots), so that a
+    scale is computed as soon as what it depends on exists; returns the analysis and each
+    epoch's anchor (the op its chain ops now precede)."""
     epochs = _Epochs(block)
     epochs.analyse()
-    boundary = epochs.boundary()
-    if not boundary:
-        return 0
     anchors = {root: epochs.anchor(root) for root in set(epochs.root.values())}
     for op in epochs.chain_ops:  # in block order: operands move before their users
         op.move_before(anchors[epochs.root[op.results[0]]])
+    return epochs, anchors
+
+
+def materialize_block(block: ir.Block) -> int:
+    """Move the block's chain ops to their epochs and pack each epoch's boundary values;
+    returns how many values were packed."""
+    epochs, anchors = move_to_epochs(block)
+    boundary = epochs.boundary()
+    if not boundary:
+        return 0
     packed = 0
     for root, values in sorted(boundary.items()):
         # Collected before the pack exists: its reshapes use the scalars themselves, and

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES, FP8_FORMATS
+from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES, EXPONENT_RANGES, FP8_FORMATS
 from scalify_hlo.errors import PipelineError, RewriteError
 from scalify_hlo.names import ORIGINAL_TYPE_ATTR
 from scalify_hlo.rewrites import rule_impls
@@ -31,10 +31,13 @@ from scalify_hlo.rewrites.scope import (
 )
 from scalify_hlo.rewrites.signature_split import SignatureSplit, returned_values, scale_location
 from scalify_hlo.rewrites.square_values import square_dtype_values
+from scalify_hlo.rewrites.update_tail import update_tail
+from scalify_hlo.scale import Scale
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
 
 # The pass's option choices (Policy.square_encoding, square_rounding, moment_format, ...).
 COMMON_SCALES = ("auto", "max", "first")
+UPDATES = ("f32", "scaled")
 SQUARE_ENCODINGS = ("auto", "sqrt", "none")
 SQUARE_ROUNDINGS = ("nearest", "stochastic")
 STATE_FORMATS = ("none", *FP8_FORMATS)
@@ -86,6 +89,11 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
                     state.context.record("func.return", terminator.location, "rescale",
                                          f"{method}, result {index}")
             break
+    for value, is_encoded in zip(terminator.operands, split.encoded_results, strict=True):
+        found = scope.lookup(value)
+        if (not is_encoded and not boundary.rescales_itself(value)  # left to their encoders
+                and isinstance(found, Scaled) and _is_tail_result(value, state)):
+            scope.set(value, tail_result(scope, found, split.result_data_type(value)))
     for index, value in enumerate(terminator.operands):
         found = scope.lookup(value)
         moved = (handed_back(scope, found, block, dtype_name(state.data_dtype))
@@ -104,6 +112,25 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
                                           scope.flatten(list(terminator.operands),
                                                         f32_scales=True), [])
     func.erase()
+
+
+def _is_tail_result(value: ir.Value, state: ScalifyState) -> bool:
+    owner = value.owner
+    return not isinstance(owner, ir.Block) and owner.operation in state.tail
+
+
+def tail_result(scope: Scope, value: Scaled, storage: ir.Type) -> Scaled:
+    """A result of the update tail (data in its original type at scale 1) in ``storage``
+    with its scale: at unit RMS where the storage type's range is f16's (the statistics of
+    all results are taken together by group-statistics), 1 where it is f32's (bf16, f32)."""
+    name = dtype_name(storage)
+    if name == "f16" and not value.any_scale and value.scale.is_static:
+        encoded = scope.at_unit_rms(value, storage, EXPONENT_RANGES[name][1])
+        # The exponent is a normal one ([-126, 126]): the result's f32 scale is built as it
+        # is, with no saturation (which would cost a pass over the data) at the boundary.
+        exponent = scope.exponent(encoded.scale)
+        return Scaled(encoded.data, Scale.dynamic_f32(scope.emit.pow2_of_exponent(exponent)))
+    return Scaled(scope.emit.convert(value.data, storage), value.scale, value.any_scale)
 
 
 def resolve_square_dtype(raw: str, data_dtype: str) -> str | None:
@@ -176,6 +203,9 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         # reads them (jax.random's uniforms before erf_inv or log): see square_values.py.
         state.give_own_dtype(classes.bits, float_type("f32"))
         context.bump("scalify.bit-values", len(classes.bits))
+    if options.update == "f32":
+        state.tail = update_tail(func)
+        context.bump("scalify.update-ops", len(state.tail))
     scalify_function(func, state, BoundaryStorage(
         roots=frozenset(_boundary_squares(func, classes.squares)) if encode else frozenset(),
         root_element=_format_type(options.square_format),
@@ -229,6 +259,11 @@ class Scalify(ModulePass):
         "nearest", "how a square's root is rounded to its storage type at the boundary: "
         "nearest, or stochastic (unbiased: a moving average's changes below half an ulp are "
         "kept in expectation)", SQUARE_ROUNDINGS)
+    update: str = option(
+        "f32", "how a training step's update (its elementwise ops after the backward pass "
+        "that lead only to its results) runs: f32 (on unscaled values in the original types; "
+        "each result then takes one scale, from its amax for f16 data, 1 otherwise) or "
+        "scaled (with scales propagated, as the rest of the step)", UPDATES)
     square_format: str = option(
         "none", "storage type of a square's root between steps: none (the data dtype) or an "
         "FP8 format (scale from the root's amax, in the format's top binade)", STATE_FORMATS)

@@ -98,6 +98,9 @@ class ScalifyState:
         return bool(self.unset_factors) and any(
             factor in self.unset_factors for factor, _ in scale.factors)
 
+    # The update tail's ops (update_tail.py): run on unscaled values in the original types.
+    tail: set[ir.Operation] = field(default_factory=set)
+
     # Runtime maxima of scales (common_scale): each one's operands, for ``Scope.can_drift``.
     maxima: dict[Scale, tuple[Scale, ...]] = field(default_factory=dict)
     # Runtime + constant adds whose result's data later products raise to a power, rescaled

@@ -106,10 +106,16 @@ class SignatureSplit:
                                    zip(returned, self.encoded_results, strict=True)]
                                   if returned is not None else
                                   [scope.data_type(t) for t in self.results])
+        self._returned = returned or []
         self.arg_attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
         self.arg_names = argument_names(func)
         self.res_attrs = func.attributes["res_attrs"] if "res_attrs" in func.attributes else None
         self.result_positions = flat_positions(is_scalable_type(t) for t in self.results)
+
+    def result_data_type(self, value: ir.Value) -> ir.Type:
+        """The element type of a returned value's data half in the new signature."""
+        return ir.RankedTensorType(
+            self.result_data_types[self._returned.index(value)]).element_type
 
     def new_inputs(self) -> list[ir.Type]:
         return self._flat(self.inputs, self.input_data_types)

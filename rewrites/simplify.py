@@ -15,6 +15,7 @@ from scalify_hlo.rewrites.emitter import (
     ops_named,
     splat_constant_value,
 )
+from scalify_hlo.rewrites.group_statistics import group_statistics
 from scalify_hlo.rewrites.inline import may_have_dead_symbols
 from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
@@ -162,6 +163,10 @@ class Simplify(ModulePass):
         context.bump("simplify.transposes-moved", transpose_before_scaling(module, transposes))
         run_mlir_pipeline(module, "canonicalize,cse,symbol-dce" if may_have_dead_symbols(module)
                           else "canonicalize,cse")  # symbol-dce could remove nothing: skipped
+        grouped = group_statistics(module)  # after CSE: a statistic taken twice is one
+        context.bump("simplify.statistics-grouped", grouped)
+        if grouped:
+            run_mlir_pipeline(module, "cse")
         if has_loops:  # after CSE, so that equal scale values in a loop are hoisted once
             hoisted = hoist_loop_scales(module)
             context.bump("simplify.loop-scales-hoisted", hoisted)

@@ -40,9 +40,14 @@ class TypeConverter:
         emit = self.emit
         scale = value.scale  # any exponent: applied in steps of normal powers of two
         data = value.data
+        factor = scale.single_factor
         if scale.is_static:
             wide = self.state.types.f32 if scale.exp != 0 else original
             result = emit.convert(emit.scale_tensor_static(emit.convert(data, wide), scale.exp),
+                                  original)
+        elif factor is not None and factor.is_f32:  # an argument's scale, a normal power of
+            f32 = self.state.types.f32  # two: one multiply by it as it is, no exponent read
+            result = emit.convert(emit.times_factor(emit.convert(data, f32), factor.value),
                                   original)
         else:
             result = emit.convert(self.apply_exactly(data, scale), original)

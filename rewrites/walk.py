@@ -11,7 +11,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, dtype_name
 from scalify_hlo.rewrites.scalify_state import RESCALE_ATTR, Scaled
-from scalify_hlo.scale import Scale
+from scalify_hlo.scale import ONE, Scale
 
 if TYPE_CHECKING:
     from scalify_hlo.rewrites.scalify_state import ScalifyState
@@ -42,7 +42,7 @@ class Walker:
         state.current_dtype = state.op_dtype(op)
         try:
             self._rewrite_op(op, results)
-            if wide:
+            if wide and op not in state.tail:  # tail values stay in their original types
                 self._retype_results(op, results)
         finally:
             state.current_dtype = saved
@@ -89,6 +89,9 @@ class Walker:
         if not touches_floats:  # integers, booleans, tokens, complex, f64: cloned as they are
             self.state.clone(self, op)
             return
+        if op in self.state.tail:
+            self.in_original(op)
+            return
         rule = self.state.rules.get(op.name)
         if rule is None:
             rule = self.state.fallback
@@ -97,6 +100,20 @@ class Walker:
             self.rescale_results(op, ir.StringAttr(op.attributes[RESCALE_ATTR]).value)
         if self.state.context.records is not None:
             self._record(op, results)
+
+    def in_original(self, op: ir.Operation) -> None:
+        """A tail op (``update_tail``): cloned on its operands in their original types, its
+        float results kept so (in f32, at scale 1) until the return encodes them."""
+        self.state.current_dtype = None  # operands as they are (tail values are f32)
+        operands = [self.in_original_type(old) for old in op.operands]  # before the clone
+        clone = op.clone(ip=self.emit.ip)
+        for index, operand in enumerate(operands):
+            clone.operands[index] = operand
+        for old, new in zip(op.results, clone.results, strict=True):
+            self.set(old, Scaled(new, ONE) if self.state.types.is_scalable(old.type) else new)
+        if self.state.context.records is not None:
+            self.state.context.record(op.name, op.location, "update",
+                                      "in the original type, unscaled (update tail)")
 
     def _record(self, op: ir.Operation, results: Sequence[ir.Value]) -> None:
         """Record how ``op``'s float results are scaled (static or runtime), and whether it

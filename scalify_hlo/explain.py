@@ -25,8 +25,9 @@ FORMATS = ("text", "json")
 # Kinds whose details the per-line table lists (a runtime scale's factor count says little).
 _DETAILED = {"static", "rescale", "fp8", "not-fp8", "wide", "fallback", "saturated"}
 _MAX_DETAILS = 3
-# The scalify pass gives every op with a float result exactly one of these.
-_ONE_PER_OP = ("static", "runtime", "fallback")
+# The scalify pass gives every op with a float result exactly one of these (``update``: an
+# op of the update tail, run on unscaled values).
+_ONE_PER_OP = ("static", "runtime", "update", "fallback")
 _NO_RULE = "no rule"
 _EXTRA_FAMILIES = {"func.return": "return"}
 
@@ -235,7 +236,7 @@ class _Group:
         per_kind[record.kind] = per_kind.get(record.kind, 0) + 1
 
     def op_counts(self) -> dict[str, int]:
-        """Ops per op name: its static, runtime and fallback records (one per op scalify
+        """Ops per op name: its static, runtime, update and fallback records (one per op scalify
         rewrites), else its most frequent kind (a pipeline without scalify, the return's
         rescaled results)."""
         counts = {}

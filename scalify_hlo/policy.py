@@ -40,19 +40,20 @@ class Policy:
     data_dtype: element type of the data halves (float32, bfloat16 or float16).
     fp8_dots: cast the operands of eligible dot_generals to FP8.
     forward_format / gradient_format: FP8 formats of activations and weights / of gradients.
-    fp8_scaling: amax (each FP8 operand brought to its format's top binade by a power of two
+    fp8_scaling: auto (amax where the FP8 format's exponent range is narrower than the data
+        dtype's: E4M3FN operands; E5M2 holds f16's range, so f16 gradients cast as they
+        are), amax (each FP8 operand brought to its format's top binade by a power of two
         from its own amax, undone on the dot's output: data that propagation left far from
         unit scale keeps its bits) or none (the data cast as it is; E4M3FN holds 2^-9..448).
     min_dot_size: dots with fewer multiply-adds (M*N*K per batch) stay in the data dtype.
     exclude: a regular expression; dots whose location matches stay in the data dtype.
-    rescale_at: points where scales are recomputed from the data at run time. None: at
-        gradients for f16 data (its 5-bit exponent cannot absorb how far static scales drift
-        through a deep backward pass: 2^20 in a 4-layer transformer) and at the drifting
-        outputs: results whose scale, fed back, moves from step to step (moving averages:
-        0.99 * v is at half v's scale, so v's scale halves every step and its data doubles
-        until f16 overflows; an amax per such result and step). Nowhere for f32/bf16, whose
-        drifting scales saturate at 2^-126 instead (add drifting-outputs there too: exact,
-        a power of two, in f32 data).
+    rescale_at: points where scales are recomputed from the data at run time. None: at the
+        backward pass's dot outputs for f16 data (its 5-bit exponent cannot absorb how far
+        static scales drift through a deep backward pass: 2^20 in a 4-layer transformer)
+        and at the drifting outputs: results outside the update (scalify's ``update``
+        option) whose scale, fed back, moves from step to step (moving averages: 0.99 * v
+        is at half v's scale, so v's scale halves every step and its data doubles until f16
+        overflows; an amax per such result and step). Nowhere for f32/bf16.
     rescale_method: amax (the largest magnitude) or rms, rounded to a power of two.
     scale_rounding: nearest power of two, or up (data magnitudes stay <= the statistic).
     square_dtype: data type of squares and what they are added to (Adam's second moment):
@@ -82,7 +83,7 @@ class Policy:
     fp8_dots: bool = True
     forward_format: str = "float8_e4m3fn"
     gradient_format: str = "float8_e5m2"
-    fp8_scaling: str = "amax"
+    fp8_scaling: str = "auto"
     min_dot_size: int = 0
     exclude: str = ""
     rescale_at: tuple[str, ...] | None = None
@@ -97,7 +98,8 @@ class Policy:
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
-            default = ("gradients", "drifting-outputs") if self.data_dtype == "float16" else ()
+            default = (("backward-dots", "drifting-outputs") if self.data_dtype == "float16"
+                       else ())
             object.__setattr__(self, "rescale_at", default)
         object.__setattr__(self, "rescale_at", tuple(self.rescale_at))
         if self.data_dtype not in _DATA_DTYPE_NAMES:
@@ -108,7 +110,8 @@ class Policy:
                 raise ScalifyError(f"unsupported FP8 format '{name}' "
                                    f"(use float8_e4m3fn or float8_e5m2)")
         if self.fp8_scaling not in FP8_SCALINGS:
-            raise ScalifyError(f"unknown fp8_scaling '{self.fp8_scaling}' (amax or none)")
+            raise ScalifyError(f"unknown fp8_scaling '{self.fp8_scaling}' "
+                               f"(use {', '.join(FP8_SCALINGS)})")
         unknown = [p for p in self.rescale_at if p not in RESCALE_POINTS]
         if unknown:
             raise ScalifyError(f"unknown rescale point '{unknown[0]}' "

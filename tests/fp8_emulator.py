@@ -13,7 +13,9 @@ Numerics, written from the StableHLO semantics and checked against XLA:CPU by
 * Elementwise ops run in the op's element type. For f16, numpy evaluates ``+ - * /`` by
   rounding the exact f32 result to f16; f32 carries at least ``2 * 11 + 2`` significand bits,
   so that double rounding equals one correctly rounded f16 operation, which is also what
-  XLA:CPU computes (LLVM promotes half arithmetic to float and truncates after each op).
+  XLA:CPU computes (LLVM promotes half arithmetic to float and truncates after each op),
+  except that inside a fusion it may keep a product in f32 and round ``a * b + c`` once
+  (one ulp apart; judged like the ops below).
 * ``convert`` goes through ml_dtypes: round to nearest even, NaN (E4M3FN) or inf (E5M2) on
   overflow; that is why the pass clamps first.
 * ``dot_general`` forms every product in f64 (exact for FP8, f16 and bf16 operands), sums in
@@ -29,7 +31,8 @@ Numerics, written from the StableHLO semantics and checked against XLA:CPU by
 * Transcendental ops (``exponential``, ``log``, ...) are computed by numpy in their element
   type; XLA uses its own approximations, which may differ by an ulp or two.
 
-For the last two, :func:`implementation_defined_positions` lists the ops, :func:`with_probes`
+For these (and for dots, whose f32 accumulation order is XLA's too),
+:func:`implementation_defined_positions` lists the ops, :func:`with_probes`
 makes XLA return their results, and ``Fp8Emulator.run(..., overrides=...)`` continues from
 XLA's values after judging them against its own (``judge_replacement``), so that everything
 else is compared bit for bit.
@@ -216,6 +219,11 @@ def judge_replacement(op: ir.Operation, args: list[np.ndarray], own: np.ndarray,
     if op.name in TRANSCENDENTAL_OPS:
         worst = int(ulp_distance(own, supplied).max()) if own.size else 0
         return worst <= max_ulps, f"{worst} ulp from numpy"
+    if op.name == "stablehlo.dot_general":
+        return _judge_dot(op, args, own, supplied)
+    if _contractible(op):  # one rounding of a * b + c (f32 inside a fusion) or two
+        worst = int(ulp_distance(own, supplied).max()) if own.size else 0
+        return worst <= 1, f"{worst} ulp from rounding the product first"
     x, init = args
     dims = _i64_array(op, "dimensions")
     wide = np.asarray(x, np.float64)
@@ -235,6 +243,46 @@ def judge_replacement(op: ir.Operation, args: list[np.ndarray], own: np.ndarray,
         ok = np.all((error <= bound) | (np.isnan(exact) & np.isnan(supplied.astype(np.float64))))
     ratio = float(np.max(error / np.maximum(bound, 1e-300))) if error.size else 0.0
     return bool(ok), f"error {ratio:.2f} x the worst-case bound over {n} terms"
+
+
+def _contractible(op: ir.Operation) -> bool:
+    """A 16-bit add or subtract of a product: XLA:CPU computes a fused 16-bit elementwise
+    chain in f32 and may round ``a * b + c`` once where StableHLO rounds the product first,
+    one ulp apart at most."""
+    if op.name not in ("stablehlo.add", "stablehlo.subtract") or element_name(
+            op.results[0].type) not in ("f16", "bf16"):
+        return False
+    return any(not isinstance(v.owner, ir.Block) and v.owner.name == "stablehlo.multiply"
+               for v in op.operands)
+
+
+def _judge_dot(op: ir.Operation, args: list[np.ndarray], own: np.ndarray,
+               supplied: np.ndarray) -> tuple[bool, str]:
+    """A dot: identical to the exactly rounded sum where no order can change it (every
+    partial sum exact in f32), else within the worst-case error of some summation order,
+    ``gamma_K * sum |a| |b|`` (``K`` the contracted size)."""
+    if np.array_equal(own, supplied):
+        return True, "identical"
+    lhs, rhs = (np.abs(np.asarray(a, np.float64)) for a in args)
+    numbers = str(op.attributes["dot_dimension_numbers"])
+    dims = {key: _int_list(numbers, key) for key in (
+        "lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+        "rhs_contracting_dimensions")}
+    lc, rc = dims["lhs_contracting_dimensions"], dims["rhs_contracting_dimensions"]
+    lb, rb = dims["lhs_batching_dimensions"], dims["rhs_batching_dimensions"]
+    lf = [d for d in range(lhs.ndim) if d not in lb + lc]
+    rf = [d for d in range(rhs.ndim) if d not in rb + rc]
+    k = int(np.prod([lhs.shape[d] for d in lc]))
+    a = np.transpose(lhs, lb + lf + lc).reshape(-1, int(np.prod([lhs.shape[d] for d in lf])), k)
+    b = np.transpose(rhs, rb + rc + rf).reshape(-1, k, int(np.prod([rhs.shape[d] for d in rf])))
+    magnitude = (a @ b).reshape(own.shape)
+    u = 2.0 ** -_significand_bits(np.dtype(np.float32))
+    gamma = k * u / (1 - k * u)
+    error = np.abs(np.asarray(supplied, np.float64) - np.asarray(own, np.float64))
+    bound = gamma * magnitude
+    ok = bool(np.all(error <= bound))
+    ratio = float(np.max(error / np.maximum(bound, 1e-300)))
+    return ok, f"error {ratio:.2f} x the worst-case f32 summation bound over {k} terms"
 
 
 @dataclass
@@ -291,6 +339,9 @@ class Fp8Emulator:
                 supplied = np.asarray(overrides[position])
                 ok, detail = judge_replacement(op, args, results[0], supplied, self.max_ulps) \
                     if is_implementation_defined(op) else (False, "not implementation-defined")
+                if (op.name == "stablehlo.dot_general" and self.dots[-1].order_independent
+                        and not np.array_equal(results[0], supplied)):
+                    ok, detail = False, "differs where every partial sum is exact in f32"
                 self.replaced.append(Replacement(position, op.name, results[0], supplied, ok,
                                                  detail))
                 results = [supplied]
@@ -404,6 +455,34 @@ class Fp8Emulator:
         axis = ir.IntegerAttr(op.attributes["dimension"]).value
         return [np.concatenate(args, axis=axis)]
 
+    def op_pad(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+        x, value = args
+        if any(_i64_array(op, "interior_padding")):
+            raise UnsupportedOpError("pad with interior padding")
+        low, high = _i64_array(op, "edge_padding_low"), _i64_array(op, "edge_padding_high")
+        if min(low + high) < 0:
+            raise UnsupportedOpError("pad with negative padding")
+        return [np.pad(x, list(zip(low, high, strict=True)), constant_values=value.item())]
+
+    def op_scatter(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+        """The one scatter form the passes emit (group-statistics): rank-1 operand and
+        updates, one index per update, combined with a max or add body, which are exact
+        (max) or order-independent only up to rounding (add: folded in index order)."""
+        operand, indices, updates = args
+        numbers = str(op.attributes["scatter_dimension_numbers"])
+        if (operand.ndim != 1 or updates.ndim != 1 or indices.shape != (updates.size, 1)
+                or _int_list(numbers, "inserted_window_dims") != [0]):
+            raise UnsupportedOpError(f"scatter of this form: {numbers}")
+        body = [v.operation for v in op.regions[0].blocks[0].operations]
+        if len(body) != 2 or body[0].name not in _BINARY:
+            raise UnsupportedOpError(f"scatter with body {[o.name for o in body]}")
+        combine = _BINARY[body[0].name]
+        scalar = ir.RankedTensorType.get([], ir.RankedTensorType(op.results[0].type).element_type)
+        out = operand.copy()
+        for index, update in zip(indices[:, 0], updates, strict=True):
+            out[index] = _apply(combine, scalar, out[index], update)
+        return [out]
+
     def op_iota(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
         t = op.results[0].type
         axis = ir.IntegerAttr(op.attributes["iota_dimension"]).value
@@ -459,10 +538,18 @@ class Fp8Emulator:
 
 def is_implementation_defined(op: ir.Operation) -> bool:
     """Ops whose floating result StableHLO leaves to the implementation: transcendental
-    functions (approximations) and floating ``reduce`` with an add or multiply body (the
-    order of the reduction is implementation-defined; XLA:CPU marks it ``reassoc`` and LLVM
-    vectorizes it). ``max``/``min`` reductions are exact in any order and are not listed."""
+    functions (approximations), a 16-bit add of a product (``_contractible``), floating
+    ``reduce`` with an add or multiply body (the order
+    of the reduction is implementation-defined; XLA:CPU marks it ``reassoc`` and LLVM
+    vectorizes it) and ``dot_general`` (the order of its accumulation; its result is defined
+    exactly only where every partial sum is exact, ``DotRecord.order_independent``, and the
+    emulator then requires XLA's to be identical). ``max``/``min`` reductions are exact in
+    any order and are not listed."""
     if op.name in TRANSCENDENTAL_OPS:
+        return True
+    if op.name == "stablehlo.dot_general":  # the order of the f32 accumulation is XLA's
+        return element_name(op.results[0].type) in ("f32", "f16", "bf16")
+    if _contractible(op):
         return True
     if op.name != "stablehlo.reduce" or element_name(op.results[0].type) not in DTYPES:
         return False

@@ -70,27 +70,27 @@ def test_mlp_step_lists_fp8_dots_with_their_formats(mlp_json: dict) -> None:
 
 
 def test_mlp_step_lists_rescale_points(mlp_json: dict) -> None:
-    """The default policy rescales gradients: backward dots and sums, by their amax; and, at
-    the return, the results whose scale can drift from call to call (here the loss: its
-    scale is no argument's)."""
+    """The default policy rescales the backward pass's dots by their amax; SGD's update
+    runs on unscaled values (``update`` records), its results and the loss taking their
+    scales from their statistics at the return, which no rescale point marks."""
     rescaled = [r for r in mlp_json["records"] if r["kind"] == "rescale"]
-    gradients = [r for r in rescaled if r["op"] != "func.return"]
-    assert gradients and all("transpose(" in r["stack"] for r in gradients)
-    assert {r["detail"] for r in gradients} == {"amax:nearest"}
-    assert {r["op"] for r in gradients} == {"stablehlo.dot_general", "stablehlo.reduce"}
-    at_return = [r["detail"] for r in rescaled if r["op"] == "func.return"]
-    assert at_return == ["amax:nearest, result 6"]  # the loss; SGD's weights keep theirs
+    assert rescaled and all("transpose(" in r["stack"] for r in rescaled)
+    assert {r["detail"] for r in rescaled} == {"amax:nearest"}
+    assert {r["op"] for r in rescaled} == {"stablehlo.dot_general"}
+    updates = [r for r in mlp_json["records"] if r["kind"] == "update"]
+    assert {r["op"] for r in updates} >= {"stablehlo.multiply", "stablehlo.subtract"}
 
 
 def test_every_scaled_op_has_one_scale_record(mlp_json: dict) -> None:
     """static, runtime or fallback: one per op with a float result, so the family table's
     op counts add up."""
-    once = [r for r in mlp_json["records"] if r["kind"] in ("static", "runtime", "fallback")]
+    once = [r for r in mlp_json["records"]
+            if r["kind"] in ("static", "runtime", "update", "fallback")]
     ops = [row["ops"] for row in mlp_json["families"] if row["family"] != "return"]
     assert sum(ops) == len(once)  # the return is listed for its rescales, not as a scaled op
-    assert {r["kind"] for r in once} == {"static", "runtime"}
+    assert {r["kind"] for r in once} == {"static", "runtime", "update"}
     constants = [r for r in once if r["op"] == "stablehlo.constant"]
-    assert constants and {r["kind"] for r in constants} == {"static"}
+    assert constants and {r["kind"] for r in constants} == {"static", "update"}
 
 
 def test_per_line_table_tells_forward_from_backward(mlp_json: dict) -> None:
@@ -107,7 +107,7 @@ def test_text_output_has_both_tables() -> None:
     text = explain(str(MLP_STEP))
     family_table, line_table = text.split("\n\n")
     assert family_table.splitlines()[1].split() == ["family", "ops", "static", "runtime",
-                                                    "rescale", "fp8"]
+                                                    "update", "rescale", "fp8"]
     assert any(line.split()[:1] == ["dot"] for line in family_table.splitlines())
     assert "total" in family_table
     forward = next(line for line in line_table.splitlines()

@@ -230,12 +230,13 @@ def test_default_policy_is_the_default_pipeline() -> None:
     assert Policy().passes() == parse_pipeline(DEFAULT_PIPELINE)
     passes = _passes(DEFAULT_PIPELINE)
     assert list(passes) == ["inline", "rescale", "scalify", "fp8-dots", "simplify"]
-    assert passes["rescale"].at == ("gradients", "drifting-outputs")
+    assert passes["rescale"].at == ("backward-dots", "drifting-outputs")
     for data_dtype in ("float32", "bfloat16"):
         assert Policy(data_dtype=data_dtype).rescale_at == ()
     assert passes["scalify"].data_dtype == "f16"
     assert passes["fp8-dots"] == Fp8Dots(forward_format="f8E4M3FN", gradient_format="f8E5M2",
-                                         min_size=0, exclude="")
+                                         min_size=0, exclude="", scaling="auto")
+    assert passes["scalify"].update == "f32"
 
 
 def test_policy_options_round_trip_through_the_pipeline_parser() -> None:

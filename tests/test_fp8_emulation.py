@@ -243,7 +243,13 @@ def test_mlp_step_bit_identical(seed: int, random_scales: bool, mlp: MlpSetup):
     emulated = emulator.run(flat, overrides=dict(zip(mlp.positions, probes, strict=True)))
 
     judged = {r.op for r in emulator.replaced}
-    assert judged <= {"stablehlo.exponential", "stablehlo.log", "stablehlo.reduce"}
+    # exp and log of the loss, the sums (reduction order), the dots (accumulation order:
+    # identical where provably order-independent, else within the f32 summation bound), and
+    # the sqrt of each updated weight's mean square (the unit-RMS scale of the results)
+    # and 16-bit adds of a product (XLA:CPU may round a * b + c once)
+    assert judged <= {"stablehlo.exponential", "stablehlo.log", "stablehlo.reduce",
+                      "stablehlo.dot_general", "stablehlo.sqrt", "stablehlo.add",
+                      "stablehlo.subtract"}
     rejected = [f"{r.op} at {r.position}: {r.detail}" for r in emulator.replaced
                 if not r.acceptable]
     assert not rejected, rejected

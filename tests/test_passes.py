@@ -50,7 +50,7 @@ def test_options_are_typed_fields(text: str, expected: ModulePass) -> None:
      "unknown rescale point 'weights' for pass 'rescale' (points: dot-outputs, "),
     (lambda: Scalify(data_dtype="int8"),
      "invalid value 'int8' for option 'data-dtype' of pass 'scalify': expected one of f32, "),
-    (lambda: Fp8Dots(scaling="delayed"), "expected one of amax, none"),
+    (lambda: Fp8Dots(scaling="delayed"), "expected one of auto, amax, none"),
     (lambda: parse_pipeline("fp8-dots{exclude=[}"), "invalid exclude pattern '['"),
     (lambda: parse_pipeline("rescale{at=weights}"), "unknown rescale point 'weights'"),
     (lambda: parse_pipeline("fp8-dots{min-size=big}"),

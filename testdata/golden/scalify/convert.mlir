@@ -8,37 +8,26 @@
 // A convert to the data dtype itself, or a widening, is free. The F16 prefix
 // checks only the first two cases.
 
-// f32 -> bf16 with f32 data: x is unscaled by two factors, high =
-// 2^clamp(e, -126, 127) and low = 2^clamp(e - clamp(e, -126, 127), -127, 127)
-// (e the i32 exponent of x's scale), rounded through bf16, then multiplied by
-// 2^-e the same two-factor way (exact for |e| <= 252: a bf16 subnormal at
+// f32 -> bf16 with f32 data: x is unscaled by its argument's scale (one multiply by the
+// f32 power of two, as it is), rounded through bf16, then multiplied by 2^-e in two
+// factors, high = 2^clamp(-e, -126, 127) and low = 2^clamp(-e - clamp(-e, -126, 127),
+// -127, 127) (e the i32 exponent of x's scale; exact for |e| <= 252: a bf16 subnormal at
 // 2^-130 comes back as data 1); the result keeps x's scale (the argument).
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK:         [[E:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[UH:%.*]] = stablehlo.multiply [[X]], [[FHB]] : tensor<4xf32>
-// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[UH]], [[FLB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4xf32>
 // CHECK-NEXT:    [[UB:%.*]] = stablehlo.convert [[U]] : (tensor<4xf32>) -> tensor<4xbf16>
 // CHECK-NEXT:    [[UW:%.*]] = stablehlo.convert [[UB]] : (tensor<4xbf16>) -> tensor<4xf32>
+// CHECK-NEXT:    stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK-NEXT:    stablehlo.shift_right_logical
+// CHECK-NEXT:    [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[NE:%.*]] = stablehlo.negate [[E]] : tensor<i32>
+// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
 // CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[NE]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
@@ -46,6 +35,7 @@
 // CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[DH1:%.*]] = stablehlo.multiply [[UW]], [[FHB]] : tensor<4xf32>
 // CHECK-NEXT:    [[NL:%.*]] = stablehlo.subtract [[NE]], [[KH]] : tensor<i32>
+// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
 // CHECK-NEXT:    [[KL2:%.*]] = stablehlo.clamp [[CM127]], [[NL]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KLB2:%.*]] = stablehlo.add [[KL2]], [[C127]] : tensor<i32>
 // CHECK-NEXT:    [[KLS2:%.*]] = stablehlo.shift_left [[KLB2]], [[C23]] : tensor<i32>
@@ -61,41 +51,12 @@
 // F16-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>)
 // F16-SAME:    -> (tensor<4xf16>, tensor<f32>)
 // F16-NEXT:    [[W:%.*]] = stablehlo.convert [[X]] : (tensor<4xf16>) -> tensor<4xf32>
-// F16:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// F16:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// F16:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// F16:         [[E:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// F16-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// F16-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
-// F16-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
-// F16-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// F16-NEXT:    [[UH:%.*]] = stablehlo.multiply [[W]], [[FHB]] : tensor<4xf32>
-// F16-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH]] : tensor<i32>
-// F16-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// F16-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
-// F16-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
-// F16-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// F16-NEXT:    [[U:%.*]] = stablehlo.multiply [[UH]], [[FLB]] : tensor<4xf32>
+// F16-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// F16-NEXT:    [[U:%.*]] = stablehlo.multiply [[W]], [[XSB]] : tensor<4xf32>
 // F16-NEXT:    [[UB:%.*]] = stablehlo.convert [[U]] : (tensor<4xf32>) -> tensor<4xbf16>
 // F16-NEXT:    [[UW:%.*]] = stablehlo.convert [[UB]] : (tensor<4xbf16>) -> tensor<4xf32>
-// F16-NEXT:    [[NE:%.*]] = stablehlo.negate [[E]] : tensor<i32>
-// F16-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[NE]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
-// F16-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
-// F16-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// F16-NEXT:    [[DH1:%.*]] = stablehlo.multiply [[UW]], [[FHB]] : tensor<4xf32>
-// F16-NEXT:    [[NL:%.*]] = stablehlo.subtract [[NE]], [[KH]] : tensor<i32>
-// F16-NEXT:    [[KL2:%.*]] = stablehlo.clamp [[CM127]], [[NL]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[KLB2:%.*]] = stablehlo.add [[KL2]], [[C127]] : tensor<i32>
-// F16-NEXT:    [[KLS2:%.*]] = stablehlo.shift_left [[KLB2]], [[C23]] : tensor<i32>
-// F16-NEXT:    [[FL2:%.*]] = stablehlo.bitcast_convert [[KLS2]] : (tensor<i32>) -> tensor<f32>
-// F16-NEXT:    [[FLB2:%.*]] = stablehlo.broadcast_in_dim [[FL2]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// F16-NEXT:    [[D:%.*]] = stablehlo.multiply [[DH1]], [[FLB2]] : tensor<4xf32>
+// F16:         [[D1:%.*]] = stablehlo.multiply [[UW]], {{%.*}} : tensor<4xf32>
+// F16:         [[D:%.*]] = stablehlo.multiply [[D1]], {{%.*}} : tensor<4xf32>
 // F16-NEXT:    [[DH:%.*]] = stablehlo.convert [[D]] : (tensor<4xf32>) -> tensor<4xf16>
 // F16-NEXT:    return [[DH]], [[XS]] : tensor<4xf16>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xbf16> {
@@ -113,41 +74,12 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xbf16> {
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK:         [[E:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[UH:%.*]] = stablehlo.multiply [[X]], [[FHB]] : tensor<4xf32>
-// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[UH]], [[FLB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = []
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4xf32>
 // CHECK-NEXT:    [[UH16:%.*]] = stablehlo.convert [[U]] : (tensor<4xf32>) -> tensor<4xf16>
 // CHECK-NEXT:    [[UW:%.*]] = stablehlo.convert [[UH16]] : (tensor<4xf16>) -> tensor<4xf32>
-// CHECK-NEXT:    [[NE:%.*]] = stablehlo.negate [[E]] : tensor<i32>
-// CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[NE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[DH1:%.*]] = stablehlo.multiply [[UW]], [[FHB]] : tensor<4xf32>
-// CHECK-NEXT:    [[NL:%.*]] = stablehlo.subtract [[NE]], [[KH]] : tensor<i32>
-// CHECK-NEXT:    [[KL2:%.*]] = stablehlo.clamp [[CM127]], [[NL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KLB2:%.*]] = stablehlo.add [[KL2]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KLS2:%.*]] = stablehlo.shift_left [[KLB2]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[FL2:%.*]] = stablehlo.bitcast_convert [[KLS2]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[FLB2:%.*]] = stablehlo.broadcast_in_dim [[FL2]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[D:%.*]] = stablehlo.multiply [[DH1]], [[FLB2]] : tensor<4xf32>
+// CHECK:         [[DH1:%.*]] = stablehlo.multiply [[UW]], {{%.*}} : tensor<4xf32>
+// CHECK:         [[D:%.*]] = stablehlo.multiply [[DH1]], {{%.*}} : tensor<4xf32>
 // CHECK-NEXT:    return [[D]], [[XS]] : tensor<4xf32>, tensor<f32>
 
 // F16-LABEL: func.func public @main
@@ -160,31 +92,14 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf16> {
 
 // -----
 
-// float -> int: the integer part of the unscaled value (unscaled by the two
-// factors high and low, as above), as in the original.
+// float -> int: the integer part of the unscaled value (unscaled by the argument's scale,
+// as above), as in the original.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> tensor<4xi32>
-// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK:         [[E:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[KH:%.*]] = stablehlo.clamp [[CM126]], [[E]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KHB:%.*]] = stablehlo.add [[KH]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KHS:%.*]] = stablehlo.shift_left [[KHB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[FH:%.*]] = stablehlo.bitcast_convert [[KHS]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[FHB:%.*]] = stablehlo.broadcast_in_dim [[FH]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[UH:%.*]] = stablehlo.multiply [[X]], [[FHB]] : tensor<4xf32>
-// CHECK-NEXT:    [[EXC:%.*]] = stablehlo.subtract [[E]], [[KH]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[KL:%.*]] = stablehlo.clamp [[CM127]], [[EXC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KLB:%.*]] = stablehlo.add [[KL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[KLS:%.*]] = stablehlo.shift_left [[KLB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[FL:%.*]] = stablehlo.bitcast_convert [[KLS]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[FLB:%.*]] = stablehlo.broadcast_in_dim [[FL]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[UH]], [[FLB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = []
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4xf32>
 // CHECK-NEXT:    [[I:%.*]] = stablehlo.convert [[U]] : (tensor<4xf32>) -> tensor<4xi32>
 // CHECK-NEXT:    return [[I]] : tensor<4xi32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xi32> {

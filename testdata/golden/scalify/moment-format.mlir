@@ -13,9 +13,10 @@
 // Adam's first moment, mu' = 0.1 * g + 0.9 * mu with g from the backward pass (a
 // transpose(...) name stack), crosses the step boundary as FP8 data: on entry it is widened
 // to f16 (exact) and moved from the top binade to unit scale by 2^-7 (the scale takes 2^7,
-// statically); on exit the amax of the new moment sets the scale (its data in [128, 256)),
-// finite values are clamped to +-448 (a convert to FP8 does not saturate) and converted
-// (here rounded to nearest).
+// statically); the update computes in f32 (the update tail, scalify{update=f32}); on exit
+// the amax of the new moment sets the scale (its data in [128, 256)), finite values are
+// clamped to +-448 (a convert to FP8 does not saturate) and converted (here rounded to
+// nearest): one rounding from f32.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    (%arg0: tensor<4xf8E4M3FN>, %arg1: tensor<f32>, %arg2: tensor<4xf16>, %arg3: tensor<f32>)
@@ -25,8 +26,7 @@
 // CHECK-DAG:     [[DOWN:%.*]] = stablehlo.constant dense<7.812500e-03> : tensor<4xf16>
 // CHECK:         [[WIDE:%.*]] = stablehlo.convert %arg0 : (tensor<4xf8E4M3FN>) -> tensor<4xf16>
 // CHECK-NEXT:    stablehlo.multiply [[WIDE]], [[DOWN]] : tensor<4xf16>
-// CHECK:         [[SUM:%.*]] = stablehlo.add {{.*}} : tensor<4xf16>
-// CHECK-NEXT:    [[VALUE:%.*]] = stablehlo.convert [[SUM]] : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         [[VALUE:%.*]] = stablehlo.add {{.*}} : tensor<4xf32>
 // CHECK-NEXT:    [[ABS:%.*]] = stablehlo.abs [[VALUE]] : tensor<4xf32>
 // CHECK-NEXT:    stablehlo.reduce([[ABS]] init: {{.*}}) applies stablehlo.maximum
 // CHECK:         [[SHIFTED:%.*]] = stablehlo.multiply [[VALUE]], {{.*}} : tensor<4xf32>
@@ -126,7 +126,7 @@ func.func public @main(%w: tensor<4xf32>, %m: tensor<4xf32>, %a: tensor<4xf32>,
 
 // Adam's second moment is a square, stored by its signed square root (square-encoding=auto),
 // never as a first moment; square-format=f8E4M3FN stores that root in FP8 (amax scale, clamp),
-// and entry squares the FP8 data in f32.
+// and entry squares the FP8 data in f32 (x * |x|, the scale multiplied in between).
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    (%arg0: tensor<4xf16> {scalify.encoding = "sqrt"}, %arg1: tensor<f32>, %arg2: tensor<4xf16>, %arg3: tensor<f32>)
@@ -135,7 +135,8 @@ func.func public @main(%w: tensor<4xf32>, %m: tensor<4xf32>, %a: tensor<4xf32>,
 // ROOT-SAME:    -> (tensor<4xf8E4M3FN> {scalify.encoding = "sqrt"}, tensor<f32>)
 // ROOT:         [[NU:%.*]] = stablehlo.convert %arg0 : (tensor<4xf8E4M3FN>) -> tensor<4xf32>
 // ROOT-NEXT:    [[ABS:%.*]] = stablehlo.abs [[NU]] : tensor<4xf32>
-// ROOT-NEXT:    stablehlo.multiply [[NU]], [[ABS]] : tensor<4xf32>
+// ROOT:         stablehlo.multiply [[ABS]], {{.*}} : tensor<4xf32>
+// ROOT:         stablehlo.multiply [[NU]], {{.*}} : tensor<4xf32>
 // ROOT:         stablehlo.sqrt
 // ROOT:         stablehlo.reduce({{.*}}) applies stablehlo.maximum
 // ROOT:         stablehlo.clamp

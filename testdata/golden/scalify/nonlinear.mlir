@@ -7,31 +7,13 @@
 // and the result is re-encoded as data at scale 1. This is by design and
 // reported nowhere. The F16 prefix checks only the first case.
 //
-// Unscaling by a runtime scale: its i32 exponent e (from the f32 argument's
-// bits) is applied in two factors built from bits, high = 2^clamp(e, -126, 127)
-// then low = 2^clamp(e - high's exponent, -127, 127), two multiplies.
+// Unscaling by an argument's scale (an f32 power of two, as the entry function
+// receives it) is one multiply by it, as it is.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK:         [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK:         [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    [[HLO:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp [[HLO]], [[XE]], [[XEC127]] : tensor<i32>
-// CHECK-NEXT:    [[HB:%.*]] = stablehlo.add [[HE]], [[XEC127]] : tensor<i32>
-// CHECK-NEXT:    [[HBITS:%.*]] = stablehlo.shift_left [[HB]], [[XEC23]] : tensor<i32>
-// CHECK-NEXT:    [[HF:%.*]] = stablehlo.bitcast_convert [[HBITS]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[HFB:%.*]] = stablehlo.broadcast_in_dim [[HF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4xf32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
-// CHECK-NEXT:    [[LLO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp [[LLO]], [[REST]], [[XEC127]] : tensor<i32>
-// CHECK-NEXT:    [[LB:%.*]] = stablehlo.add [[LE]], [[XEC127]] : tensor<i32>
-// CHECK-NEXT:    [[LBITS:%.*]] = stablehlo.shift_left [[LB]], [[XEC23]] : tensor<i32>
-// CHECK-NEXT:    [[LF:%.*]] = stablehlo.bitcast_convert [[LBITS]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[LFB:%.*]] = stablehlo.broadcast_in_dim [[LF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4xf32>
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.exponential [[U]] : tensor<4xf32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    return [[E]], [[ONE]] : tensor<4xf32>, tensor<f32>
@@ -41,17 +23,8 @@
 // F16-LABEL: func.func public @main
 // F16-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf16>, tensor<f32>)
 // F16-NEXT:    [[W:%.*]] = stablehlo.convert [[X]] : (tensor<4xf16>) -> tensor<4xf32>
-// F16:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// F16:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// F16-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// F16-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
-// F16:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
-// F16-NEXT:    [[U1:%.*]] = stablehlo.multiply [[W]], [[HFB]] : tensor<4xf32>
-// F16-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
-// F16-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// F16-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
-// F16:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
-// F16-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
+// F16-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// F16-NEXT:    [[U:%.*]] = stablehlo.multiply [[W]], [[XSB]] : tensor<4xf32>
 // F16-NEXT:    [[E:%.*]] = stablehlo.exponential [[U]] : tensor<4xf32>
 // F16-NEXT:    [[EH:%.*]] = stablehlo.convert [[E]] : (tensor<4xf32>) -> tensor<4xf16>
 // F16-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
@@ -59,6 +32,39 @@
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.exponential %arg0 : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A scale computed in the program (the product x * y has scale s_x * s_y) is an i32
+// exponent e, applied in two factors built from bits, high = 2^clamp(e, -126, 127) then
+// low = 2^clamp(e - high's exponent, -127, 127), two multiplies: exact where data times
+// 2^e is a number even when 2^e alone is not (2^-200 times data 2^100).
+
+// CHECK-LABEL: func.func public @derived
+// CHECK:         [[XEC23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
+// CHECK:         [[XEC127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
+// CHECK:         [[XE:%.*]] = stablehlo.add {{.*}} : tensor<i32>
+// CHECK-NEXT:    [[HLO:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp [[HLO]], [[XE]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[HB:%.*]] = stablehlo.add [[HE]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[HBITS:%.*]] = stablehlo.shift_left [[HB]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[HF:%.*]] = stablehlo.bitcast_convert [[HBITS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[HFB:%.*]] = stablehlo.broadcast_in_dim [[HF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[P:%.*]], [[HFB]] : tensor<4xf32>
+// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
+// CHECK-NEXT:    [[LLO:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
+// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp [[LLO]], [[REST]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[LB:%.*]] = stablehlo.add [[LE]], [[XEC127]] : tensor<i32>
+// CHECK-NEXT:    [[LBITS:%.*]] = stablehlo.shift_left [[LB]], [[XEC23]] : tensor<i32>
+// CHECK-NEXT:    [[LF:%.*]] = stablehlo.bitcast_convert [[LBITS]] : (tensor<i32>) -> tensor<f32>
+// CHECK-NEXT:    [[LFB:%.*]] = stablehlo.broadcast_in_dim [[LF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.exponential [[U]] : tensor<4xf32>
+func.func public @derived(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.multiply %arg0, %arg1 : tensor<4xf32>
+  %1 = stablehlo.exponential %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
 }
 
 // -----
@@ -86,17 +92,8 @@ func.func public @main() -> tensor<4xf32> {
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
-// CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4xf32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
-// CHECK:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4xf32>
 // CHECK-NEXT:    [[UB:%.*]] = stablehlo.convert [[U]] : (tensor<4xf32>) -> tensor<4xbf16>
 // CHECK-NEXT:    [[T:%.*]] = stablehlo.tanh [[UB]] : tensor<4xbf16>
 // CHECK-NEXT:    [[TW:%.*]] = stablehlo.convert [[T]] : (tensor<4xbf16>) -> tensor<4xf32>
@@ -113,17 +110,8 @@ func.func public @main(%arg0: tensor<4xbf16>) -> tensor<4xbf16> {
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
-// CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4xf32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
-// CHECK:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4xf32>
 // CHECK-NEXT:    [[E:%.*]] = chlo.erf [[U]] : tensor<4xf32> -> tensor<4xf32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    return [[E]], [[ONE]] : tensor<4xf32>, tensor<f32>

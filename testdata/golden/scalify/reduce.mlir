@@ -165,24 +165,15 @@ func.func public @main(%arg0: tensor<1x8xf32>) -> tensor<1x4xf32> {
 
 // -----
 
-// A product reducer does not commute with scaling: the input is unscaled (by
-// 2^x_e in two factors, high then low), the reduce runs as in the original, the
-// result has scale 1, and it is reported.
+// A product reducer does not commute with scaling: the input is unscaled (by its
+// argument's scale, as it is), the reduce runs as in the original, the result has scale
+// 1, and it is reported.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4x16xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
 // CHECK-NEXT:    [[I:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
-// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[HE:%.*]] = stablehlo.clamp {{%.*}}, [[XE]], {{%.*}} : tensor<i32>
-// CHECK:         [[HFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4x16xf32>
-// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[X]], [[HFB]] : tensor<4x16xf32>
-// CHECK-NEXT:    [[REST:%.*]] = stablehlo.subtract [[XE]], [[HE]] : tensor<i32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[LE:%.*]] = stablehlo.clamp {{%.*}}, [[REST]], {{%.*}} : tensor<i32>
-// CHECK:         [[LFB:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f32>) -> tensor<4x16xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[U1]], [[LFB]] : tensor<4x16xf32>
+// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4x16xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4x16xf32>
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.reduce([[U]] init: [[I]]) applies stablehlo.multiply across dimensions = [1] : (tensor<4x16xf32>, tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    return [[R]], [[ONE]] : tensor<4xf32>, tensor<f32>

@@ -114,32 +114,14 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> (tensor<4x
 // -----
 
 // A comparator that reads the float bits (bitcast_convert) is not known to
-// commute with scaling: the sort runs on the unscaled values (x_d times
-// 2^clamp(e, -126, 127), then times the excess 2^clamp(e - that, -127, 127),
-// e the i32 exponent of x_s), its result is re-encoded at scale 1, and the
+// commute with scaling: the sort runs on the unscaled values (x_d times its
+// argument's scale x_s, as it is), its result is re-encoded at scale 1, and the
 // fallback is reported.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
-// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[XHC:%.*]] = stablehlo.clamp [[CM126]], [[XE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[XHB:%.*]] = stablehlo.add [[XHC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[XHI:%.*]] = stablehlo.shift_left [[XHB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[XHF:%.*]] = stablehlo.bitcast_convert [[XHI]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[XHFB:%.*]] = stablehlo.broadcast_in_dim [[XHF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[X0:%.*]] = stablehlo.multiply [[X]], [[XHFB]] : tensor<4xf32>
-// CHECK-NEXT:    [[XL:%.*]] = stablehlo.subtract [[XE]], [[XHC]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[XLC:%.*]] = stablehlo.clamp [[CM127]], [[XL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[XLB:%.*]] = stablehlo.add [[XLC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[XLI:%.*]] = stablehlo.shift_left [[XLB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[XLF:%.*]] = stablehlo.bitcast_convert [[XLI]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[XLFB:%.*]] = stablehlo.broadcast_in_dim [[XLF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X0]], [[XLFB]] : tensor<4xf32>
+// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[U:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4xf32>
 // CHECK-NEXT:    [[S:%.*]] = "stablehlo.sort"([[U]]) <{dimension = 0 : i64, is_stable = true}> ({
 // CHECK-NEXT:    ^bb0([[A:%.*]]: tensor<f32>, [[B:%.*]]: tensor<f32>):
 // CHECK-NEXT:      [[IA:%.*]] = stablehlo.bitcast_convert [[A]] : (tensor<f32>) -> tensor<i32>

@@ -127,48 +127,17 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<2x1xi32>, %arg2: tens
 // -----
 
 // Scatter-multiply does not commute with a common scale: operand and updates
-// are unscaled (each data multiplied by 2^clamp(e, -126, 127), then by the
-// excess 2^clamp(e - that, -127, 127), so no factor overflows), the scatter
-// runs as in the original, the result has scale 1, and the fallback is
+// are unscaled (each data multiplied by its argument's scale, as it is), the
+// scatter runs as in the original, the result has scale 1, and the fallback is
 // reported.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[I:%.*]]: tensor<2x1xi32>, [[U:%.*]]: tensor<2xf32>, [[US:%.*]]: tensor<f32>)
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// CHECK:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// CHECK:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// CHECK:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
-// CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    [[CM126:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
-// CHECK-NEXT:    [[XHC:%.*]] = stablehlo.clamp [[CM126]], [[XE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[XHB:%.*]] = stablehlo.add [[XHC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[XHI:%.*]] = stablehlo.shift_left [[XHB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[XHF:%.*]] = stablehlo.bitcast_convert [[XHI]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[XHFB:%.*]] = stablehlo.broadcast_in_dim [[XHF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[X0:%.*]] = stablehlo.multiply [[X]], [[XHFB]] : tensor<4xf32>
-// CHECK-NEXT:    [[XL:%.*]] = stablehlo.subtract [[XE]], [[XHC]] : tensor<i32>
-// CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// CHECK-NEXT:    [[XLC:%.*]] = stablehlo.clamp [[CM127]], [[XL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[XLB:%.*]] = stablehlo.add [[XLC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[XLI:%.*]] = stablehlo.shift_left [[XLB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[XLF:%.*]] = stablehlo.bitcast_convert [[XLI]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[XLFB:%.*]] = stablehlo.broadcast_in_dim [[XLF]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X0]], [[XLFB]] : tensor<4xf32>
-// CHECK:         stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
-// CHECK:         [[UE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    [[UHC:%.*]] = stablehlo.clamp [[CM126]], [[UE]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[UHB:%.*]] = stablehlo.add [[UHC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[UHI:%.*]] = stablehlo.shift_left [[UHB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[UHF:%.*]] = stablehlo.bitcast_convert [[UHI]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[UHFB:%.*]] = stablehlo.broadcast_in_dim [[UHF]], dims = [] : (tensor<f32>) -> tensor<2xf32>
-// CHECK-NEXT:    [[U0:%.*]] = stablehlo.multiply [[U]], [[UHFB]] : tensor<2xf32>
-// CHECK-NEXT:    [[UL:%.*]] = stablehlo.subtract [[UE]], [[UHC]] : tensor<i32>
-// CHECK-NEXT:    [[ULC:%.*]] = stablehlo.clamp [[CM127]], [[UL]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[ULB:%.*]] = stablehlo.add [[ULC]], [[C127]] : tensor<i32>
-// CHECK-NEXT:    [[ULI:%.*]] = stablehlo.shift_left [[ULB]], [[C23]] : tensor<i32>
-// CHECK-NEXT:    [[ULF:%.*]] = stablehlo.bitcast_convert [[ULI]] : (tensor<i32>) -> tensor<f32>
-// CHECK-NEXT:    [[ULFB:%.*]] = stablehlo.broadcast_in_dim [[ULF]], dims = [] : (tensor<f32>) -> tensor<2xf32>
-// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[U0]], [[ULFB]] : tensor<2xf32>
+// CHECK-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    [[X1:%.*]] = stablehlo.multiply [[X]], [[XSB]] : tensor<4xf32>
+// CHECK-NEXT:    [[USB:%.*]] = stablehlo.broadcast_in_dim [[US]], dims = [] : (tensor<f32>) -> tensor<2xf32>
+// CHECK-NEXT:    [[U1:%.*]] = stablehlo.multiply [[U]], [[USB]] : tensor<2xf32>
 // CHECK-NEXT:    [[S:%.*]] = "stablehlo.scatter"([[X1]], [[I]], [[U1]]) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
 // CHECK-NEXT:    ^bb0([[A:%.*]]: tensor<f32>, [[B:%.*]]: tensor<f32>):
 // CHECK-NEXT:      [[M:%.*]] = stablehlo.multiply [[A]], [[B]] : tensor<f32>

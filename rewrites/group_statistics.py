@@ -1,0 +1,356 @@
+"""``group-statistics``: a block's run-time statistics, reduced together in one kernel.
+
+Every run-time scale comes from a statistic: the maximum magnitude (or the sum of squares)
+of a whole tensor, a ``stablehlo.reduce`` over every dimension to a scalar. XLA:GPU runs
+each such reduction as a kernel of its own, two for a large tensor (a partial reduction,
+then a final one), and on a sharded step each one is a scalar all-reduce; a rescaled GPT
+step takes hundreds of them (rescale points, the FP8 operands' amaxes, the boundary
+encodings), and they were most of the kernels the rewrite added.
+
+Statistics that can be taken at the same point of a block are taken as one: each tensor
+flattened and cut into rows of ``ROW`` elements (its last row padded with the reduction's
+neutral value), the rows of every tensor of the group concatenated, one reduce of each
+row, and one scatter of the row results into one value per tensor. XLA fuses the pads,
+reshapes and the concatenate into the row reduction, so a group is two kernels whatever
+its size (at most ``GROUP`` tensors: XLA:GPU splits a fusion with more operands), and the
+scalars are slices of the vector, read where they are used.
+
+Where: a statistic can be taken once the tensors it reads exist (the operands of its
+elementwise prelude, ``abs(convert(x))`` say, which is cloned beside the group as XLA would
+clone it into the group's kernel) and must be taken before its first use other than the
+scalar and elementwise ops that apply it, which wait below the group (a rescaled gradient is
+not needed before the update). Those intervals are covered by the fewest points (sort by
+first use, take the earliest, group everything available by then whose inputs do not wait on
+another member: the greedy cover is optimal), and each group goes just before its point.
+Max statistics are exact in any order; sums are regrouped, which changes their rounding in
+the last bits (a scale is a power of two rounded from it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.emitter import Emitter, ops_named, splat_constant_value
+from scalify_hlo.rewrites.op_table import Trait, ops_with
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
+from scalify_hlo.rewrites.scale_epochs import is_chain_op, move_to_epochs
+
+# Elements per row of the concatenated rows (a power of two: XLA's row reduction tiles it).
+ROW = 2048
+# Tensors per group: XLA:GPU fuses the concatenate of up to about 80 operands into the row
+# reduction and splits a larger one (measured on an H100 target: 148 tensors in one group
+# took 88 kernels, in groups of 64 six).
+GROUP = 64
+# The reducers this pass groups, by the op in their body, with the value a padded element
+# takes (the reduction's neutral value; a max reduce's own init, which it combines with).
+_COMBINERS = ("stablehlo.maximum", "stablehlo.add")
+# Ops of a statistic's elementwise prelude (abs, convert, multiply, ...), cloned beside its
+# group, and how many of them at most: the chain from the last reduction, dot or loop.
+_PRELUDE = ops_with(Trait.HOISTABLE) | {"stablehlo.broadcast_in_dim", "stablehlo.reshape",
+                                         "stablehlo.transpose"}
+PRELUDE = 64
+
+
+@dataclass
+class _Statistic:
+    """One full reduction: the op, its combiner, its init, the ops of its prelude (in
+    block order) and the interval of positions where it can be taken."""
+
+    reduce: ir.Operation
+    combiner: str
+    init: float
+    prelude: list[ir.Operation]
+    leaves: list[ir.Operation]  # the ops whose results the prelude reads
+    input: ir.Value
+    available: int  # position of the last op whose result it reads (-1: none in the block)
+    needed: int  # position of the first op other than its scalar chain that uses it
+    chain: list[ir.Operation]  # the ops that use it and can wait (they follow its group)
+
+
+def _combiner(reduce: ir.Operation) -> str | None:
+    """The body's op when the body is ``return(op(arg0, arg1))``."""
+    body = reduce.regions[0].blocks[0]
+    ops = [op.operation for op in body.operations]
+    if len(ops) != 2 or ops[0].name not in _COMBINERS:
+        return None
+    args = list(body.arguments)
+    if list(ops[0].operands) not in (args, args[::-1]) or list(ops[1].operands) != [
+            ops[0].results[0]]:
+        return None
+    return ops[0].name
+
+
+def _full_reduction(op: ir.Operation) -> tuple[str, float] | None:
+    """(combiner, init) of a reduce of one float tensor over every dimension to a scalar
+    whose init is the combiner's neutral value for padding (any init for max, 0 for add)."""
+    if op.name != "stablehlo.reduce" or len(op.operands) != 2 or len(op.results) != 1:
+        return None
+    input_type = op.operands[0].type
+    if not (isinstance(input_type, ir.RankedTensorType) and input_type.rank >= 1
+            and input_type.has_static_shape
+            and isinstance(input_type.element_type, ir.FloatType)):
+        return None
+    dimensions = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+    if sorted(dimensions) != list(range(input_type.rank)):
+        return None
+    combiner = _combiner(op)
+    init = splat_constant_value(op.operands[1])
+    if combiner is None or init is None or (combiner == "stablehlo.add" and init != 0.0):
+        return None
+    return combiner, init
+
+
+class _Block:
+    """The statistics of one block and the positions of its ops."""
+
+    def __init__(self, block: ir.Block) -> None:
+        self.block = block
+        self.ops = [op.operation for op in block.operations]
+        self.position = {op: index for index, op in enumerate(self.ops)}
+
+    def top_level(self, op: ir.Operation) -> ir.Operation:
+        """The op of this block that is ``op`` or holds it in a region."""
+        while op.block != self.block:
+            op = op.parent.operation
+        return op
+
+    def first_use(self, value: ir.Value) -> tuple[int, list[ir.Operation]]:
+        """The position of the first op that needs ``value`` now, and the ops of this block
+        that use it and can wait: the scalar ops that compute scales from it (the exponent
+        of a statistic, its ``2^-e``) and the elementwise ops that apply them (a rescaled
+        gradient's data is not needed before the update), in block order."""
+        chain: dict[ir.Operation, None] = {}
+        first = len(self.ops)
+        pending = [value]
+        while pending:
+            for use in pending.pop().uses:
+                user = self.top_level(use.owner.operation)
+                if user in chain:
+                    continue
+                if user.block == self.block and (is_chain_op(user) or (
+                        user.name in _PRELUDE and len(user.results) == 1)):
+                    chain[user] = None
+                    pending.extend(user.results)
+                else:
+                    first = min(first, self.position[user])
+        return first, sorted(chain, key=self.position.__getitem__)
+
+    def defined_at(self, value: ir.Value) -> int:
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            return -1  # a block argument
+        op = owner.operation if hasattr(owner, "operation") else owner
+        return self.position.get(op, -1)  # an op of an enclosing block: before this one
+
+    def prelude(self, value: ir.Value) -> tuple[list[ir.Operation], list[ir.Operation], int]:
+        """The elementwise ops on tensors that make ``value`` from the nearest other values
+        (at most ``PRELUDE`` of them, in block order: they are cloned beside the group, as
+        XLA would clone them into its kernel), the ops of this block whose results they
+        read, and the position of the last of those."""
+        shape = ir.RankedTensorType(value.type).shape
+        chain: dict[ir.Operation, None] = {}
+        leaves: dict[ir.Operation, None] = {}
+        available = -1
+        pending = [value]
+        while pending:
+            current = pending.pop()
+            at = self.defined_at(current)
+            op = self.ops[at] if at >= 0 else None
+            if (op is not None and op not in chain and len(chain) < PRELUDE
+                    and op.name in _PRELUDE and len(op.results) == 1
+                    and ir.RankedTensorType(current.type).shape == shape):
+                chain[op] = None
+                pending.extend(op.operands)
+            elif op is None or op not in chain:
+                available = max(available, at)
+                if op is not None:
+                    leaves[op] = None
+        return sorted(chain, key=self.position.__getitem__), list(leaves), available
+
+    def statistics(self) -> list[_Statistic]:
+        found = []
+        for op in self.ops:
+            kind = _full_reduction(op)
+            if kind is None:
+                continue
+            prelude, leaves, available = self.prelude(op.operands[0])
+            init_at = self.defined_at(op.operands[1])
+            needed, chain = self.first_use(op.results[0])
+            found.append(_Statistic(op, kind[0], kind[1], prelude, leaves, op.operands[0],
+                                    max(available, init_at), needed, chain))
+        return found
+
+
+def _groups(statistics: list[_Statistic]) -> list[tuple[int, list[_Statistic]]]:
+    """Groups of statistics and the position each goes before, in block order: the fewest
+    points that cover every statistic's interval (the earliest first use, and everything
+    available by then), split by kind (combiner, init and element type must match to share
+    rows) and into at most ``GROUP``. A statistic whose prelude reads what another one's
+    waiting ops compute (its rescaled data, say) joins a later group than that one."""
+    waits_on: dict[ir.Operation, list[int]] = {}
+    for number, statistic in enumerate(statistics):
+        for op in statistic.chain:
+            waits_on.setdefault(op, []).append(number)
+    after = [{other for op in (*statistic.prelude, *statistic.leaves)
+              for other in waits_on.get(op, ())} for statistic in statistics]
+    pending = sorted(range(len(statistics)), key=lambda n: statistics[n].needed)
+    done: set[int] = set()
+    groups: list[tuple[int, list[_Statistic]]] = []
+    while pending:
+        point = statistics[pending[0]].needed
+        ready = [n for n in pending if statistics[n].available < point and after[n] <= done]
+        if not ready:  # cannot happen (the first one's dependencies are placed): stay safe
+            ready = pending[:1]
+        by_kind: dict[tuple[str, float, str], list[_Statistic]] = {}
+        for n in ready:
+            statistic = statistics[n]
+            element = str(ir.RankedTensorType(statistic.input.type).element_type)
+            by_kind.setdefault((statistic.combiner, statistic.init, element), []).append(
+                statistic)
+        for members in by_kind.values():
+            groups += [(point, members[i:i + GROUP]) for i in range(0, len(members), GROUP)]
+        done.update(ready)
+        pending = [n for n in pending if n not in done]
+    return [(point, members) for point, members in groups if len(members) > 1]
+
+
+def _size(value: ir.Value) -> int:
+    return int(np.prod(ir.RankedTensorType(value.type).shape))
+
+
+def _rows(emit: Emitter, value: ir.Value, pad: ir.Value, width: int) -> ir.Value:
+    """``value`` flattened and padded into rows of ``width`` elements."""
+    t = ir.RankedTensorType(value.type)
+    size, element = _size(value), t.element_type
+    rows = -(-size // width)
+    flat = value
+    if rows * width != size:  # flat, padded with the reduction's neutral value
+        if t.rank != 1:
+            flat = emit.op("stablehlo.reshape", [value],
+                           [ir.RankedTensorType.get([size], element)]).result
+        flat = emit.op("stablehlo.pad", [flat, pad],
+                       [ir.RankedTensorType.get([rows * width], element)], {
+                           "edge_padding_low": ir.DenseI64ArrayAttr.get([0]),
+                           "edge_padding_high": ir.DenseI64ArrayAttr.get([rows * width - size]),
+                           "interior_padding": ir.DenseI64ArrayAttr.get([0])}).result
+    return emit.op("stablehlo.reshape", [flat],
+                   [ir.RankedTensorType.get([rows, width], element)]).result
+
+
+def _region(op: ir.Operation, combiner: str, element: ir.Type) -> None:
+    scalar = ir.RankedTensorType.get([], element)
+    block = op.regions[0].blocks.append(scalar, scalar)
+    inner = Emitter(ir.InsertionPoint(block), op.location)
+    inner.op("stablehlo.return", [inner.binary(combiner, block.arguments[0],
+                                               block.arguments[1])], [])
+
+
+def _clone_prelude(member: _Statistic, before: ir.Operation) -> ir.Value:
+    """The statistic's input, its prelude cloned before ``before``."""
+    mapping: dict[ir.Value, ir.Value] = {}
+    for op in member.prelude:
+        clone = op.clone(ip=ir.InsertionPoint(before))
+        for number, operand in enumerate(op.operands):
+            if operand in mapping:
+                clone.operands[number] = mapping[operand]
+        mapping[op.results[0]] = clone.results[0]
+    return mapping.get(member.input, member.input)
+
+
+def _take_together(members: list[_Statistic], before: ir.Operation) -> None:
+    """Replace ``members``' reductions by one row reduction and one scatter, before
+    ``before``; each result becomes a slice of the group's vector."""
+    first = members[0]
+    element = ir.RankedTensorType(first.input.type).element_type
+    emit = Emitter(ir.InsertionPoint(before), first.reduce.location)
+    inputs = [_clone_prelude(member, before) for member in members]
+    pad = emit.splat(first.init, ir.RankedTensorType.get([], element))
+    # Rows of ROW elements, or of the largest tensor's size (a power of two) when every
+    # tensor is smaller: padding is work for the kernel's threads.
+    width = min(ROW, 1 << (max(_size(value) for value in inputs) - 1).bit_length())
+    parts = [_rows(emit, value, pad, width) for value in inputs]
+    counts = [ir.RankedTensorType(part.type).shape[0] for part in parts]
+    total = sum(counts)
+    i64 = ir.IntegerType.get_signless(64)
+    rows = parts[0] if len(parts) == 1 else emit.op(
+        "stablehlo.concatenate", parts, [ir.RankedTensorType.get([total, width], element)],
+        {"dimension": ir.IntegerAttr.get(i64, 0)}).result
+    row_values_type = ir.RankedTensorType.get([total], element)
+    per_row = emit.op("stablehlo.reduce", [rows, pad], [row_values_type],
+                      {"dimensions": ir.DenseI64ArrayAttr.get([1])}, regions=1)
+    _region(per_row, first.combiner, element)
+    i32 = ir.IntegerType.get_signless(32)
+    owners = np.repeat(np.arange(len(members), dtype=np.int32), counts).reshape(total, 1)
+    indices = emit.op("stablehlo.constant", [], [ir.RankedTensorType.get([total, 1], i32)], {
+        "value": ir.DenseElementsAttr.get(owners, type=ir.RankedTensorType.get([total, 1], i32))
+    }).result
+    vector_type = ir.RankedTensorType.get([len(members)], element)
+    scatter = emit.op("stablehlo.scatter", [
+        emit.splat(first.init, vector_type), indices, per_row.result], [vector_type], {
+        "scatter_dimension_numbers": ir.Attribute.parse(
+            "#stablehlo.scatter<inserted_window_dims = [0], "
+            "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>"),
+        "indices_are_sorted": ir.BoolAttr.get(True),
+        "unique_indices": ir.BoolAttr.get(False)}, regions=1)
+    _region(scatter, first.combiner, element)
+    one = ir.RankedTensorType.get([1], element)
+    for index, member in enumerate(members):
+        taken = emit.op("stablehlo.slice", [scatter.result], [one], {
+            "start_indices": ir.DenseI64ArrayAttr.get([index]),
+            "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
+            "strides": ir.DenseI64ArrayAttr.get([1])}).result
+        value = emit.op("stablehlo.reshape", [taken], [member.reduce.results[0].type]).result
+        member.reduce.results[0].replace_all_uses_with(value)
+        member.reduce.erase()
+        for op in member.chain:  # after the slice it now reads, in block order (those
+            if op.is_before_in_block(before):  # after the group are after it already)
+                op.move_before(before)
+        for op in reversed(member.prelude):  # the originals nothing else uses
+            if not any(True for result in op.results for _ in result.uses):
+                op.erase()
+
+
+def group_block(block: ir.Block) -> int:
+    """Group the statistics of one block; returns how many reductions were merged."""
+    move_to_epochs(block)  # scalar chains as early as they can be: statistics that scale
+    layout = _Block(block)  # by them are available from there
+    groups = _groups(layout.statistics())
+    for point, members in groups:
+        _take_together(members, layout.ops[point])
+    return sum(len(members) for _, members in groups)
+
+
+def is_partitioned(module: ir.Module) -> bool:
+    """Whether JAX's SPMD partitioner splits the module over several devices."""
+    attributes = module.operation.attributes
+    return ("mhlo.num_partitions" in attributes
+            and ir.IntegerAttr(attributes["mhlo.num_partitions"]).value > 1)
+
+
+def group_statistics(module: ir.Module) -> int:
+    """Group the statistics of every block that holds two or more; returns how many
+    reductions were merged. A partitioned module is left as it is: rows cut from tensors
+    sharded in different ways cannot be concatenated without resharding them (the
+    partitioner moves whole tensors, and the outputs' shardings change), while statistics
+    taken at the same point are already one combined all-reduce there (XLA combines
+    independent all-reduces)."""
+    if is_partitioned(module):
+        return 0
+    counts: dict[ir.Block, int] = {}  # in walk order
+    for reduce in ops_named(module.operation, "stablehlo.reduce"):
+        if _full_reduction(reduce) is not None:
+            block = reduce.operation.block
+            counts[block] = counts.get(block, 0) + 1
+    return sum(group_block(block) for block, count in counts.items() if count > 1)
+
+
+@register("group-statistics",
+          "Take the run-time statistics (full max/sum reductions) of a block that can be "
+          "taken at the same point in one row reduction, so that XLA runs a group as two "
+          "kernels (part of simplify).")
+class GroupStatistics(ModulePass):
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        context.bump("group-statistics.merged", group_statistics(module))

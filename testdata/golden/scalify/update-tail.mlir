@@ -1,0 +1,76 @@
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16}' \
+// RUN:   | filecheck %s --check-prefix F16
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32 update=scaled}' \
+// RUN:   | filecheck %s --check-prefix SCALED
+
+// The update tail: in a step with a backward pass (ops under JAX's transpose(jvp(...))),
+// the elementwise ops that lead only to the results (an optimizer's update) run as in the
+// original program, on unscaled values: each value entering the tail is unscaled once (an
+// argument's data times its f32 scale, as it is: no exponent read), and each result leaves
+// with one scale: 1 for f32 data, unit RMS for f16 data. update=scaled propagates scales
+// through them as through the rest of the step.
+
+// SGD: w - lr * g, with g from the backward pass. The constant, the multiply and the
+// subtract are the tail: lr stays 0.01 in f32 (not 16-bit data); g's scale is a product of
+// runtime factors (the dot's operands'), applied as two factors; w's is its argument's f32
+// scale, multiplied as it is. The result is in w's original type at scale 1.
+
+// CHECK-LABEL: func.func public @sgd
+// CHECK:         stablehlo.dot_general
+// CHECK:         [[LR:%.*]] = stablehlo.constant dense<0.00999999977> : tensor<4x4xf32>
+// CHECK:         [[LRG:%.*]] = stablehlo.multiply [[LR]], {{%.*}} : tensor<4x4xf32>
+// CHECK-NEXT:    [[WB:%.*]] = stablehlo.broadcast_in_dim %arg1, dims = []
+// CHECK-NEXT:    [[W:%.*]] = stablehlo.multiply %arg0, [[WB]]
+// CHECK-NEXT:    [[NEW:%.*]] = stablehlo.subtract [[W]], [[LRG]]
+// CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    return [[NEW]], [[ONE]]
+
+// F16-LABEL: func.func public @sgd
+// F16:         [[NEW:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<4x4xf32>
+// F16-DAG:     stablehlo.reduce({{.*}}) applies stablehlo.add across dimensions = [0, 1]
+// F16-DAG:     stablehlo.reduce({{.*}}) applies stablehlo.maximum across dimensions = [0, 1]
+// F16:         stablehlo.sqrt
+// F16:         [[DATA:%.*]] = stablehlo.convert {{%.*}} : (tensor<4x4xf32>) -> tensor<4x4xf16>
+// F16:         return [[DATA]], {{%.*}} : tensor<4x4xf16>, tensor<f32>
+
+// SCALED-LABEL: func.func public @sgd
+// SCALED-NOT:     stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// SCALED:         return
+func.func public @sgd(%w: tensor<4x4xf32>, %x: tensor<4x4xf32>, %dy: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %g = stablehlo.dot_general %x, %dy, contracting_dims = [0] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc("jit(step)/transpose(jvp())/dot_general")
+  %lr = stablehlo.constant dense<1.000000e-02> : tensor<4x4xf32>
+  %lrg = stablehlo.multiply %lr, %g : tensor<4x4xf32> loc("jit(step)/mul")
+  %new = stablehlo.subtract %w, %lrg : tensor<4x4xf32> loc("jit(step)/sub")
+  return %new : tensor<4x4xf32>
+}
+
+// -----
+
+// Without a backward pass there is no tail: a forward function's last add keeps its scale
+// rule (here the common scale of two arguments), and the result its propagated scale.
+
+// CHECK-LABEL: func.func public @forward
+// CHECK-NOT:     stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// CHECK:         return
+func.func public @forward(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %s = stablehlo.add %a, %b : tensor<4xf32> loc("jit(f)/add")
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// An op with another user than the tail or the return (the loss, a reduction) is not
+// tail: only the elementwise suffix is.
+
+// CHECK-LABEL: func.func public @suffix
+// CHECK:         stablehlo.reduce
+// CHECK:         [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// CHECK:         return {{%.*}}, [[ONE]], {{%.*}}, {{%.*}} : tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>
+func.func public @suffix(%w: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, tensor<f32>) {
+  %neg = stablehlo.negate %g : tensor<4xf32> loc("jit(step)/transpose(jvp())/neg")
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %sum = stablehlo.reduce(%neg init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32> loc("jit(step)/reduce_sum")
+  %new = stablehlo.add %w, %neg : tensor<4xf32> loc("jit(step)/add")
+  return %new, %sum : tensor<4xf32>, tensor<f32>
+}
