@@ -33,6 +33,13 @@ from scalify_hlo import compile_scaled
 
 HEADING = "Seed spread"
 PERTURBATION = 1e-6
+# FP8 dots alone: f32 data (exact scale propagation), each FP8 operand at its own amax. Its
+# gap is what FP8 dots cost the family whatever else a mode does.
+FP8_ALONE = "inline,scalify{data-dtype=f32},fp8-dots{scaling=amax},simplify"
+VARIANTS: dict[str, dict[str, Any]] = {
+    **{name: {"policy": policy} for name, policy in MODES.items()},
+    "fp8-alone": {"pipeline": FP8_ALONE},
+}
 
 
 def _losses_jit(step_fn: Any, state: Any, batches: Any, steps: int) -> list[float]:
@@ -76,7 +83,7 @@ def run(family: str, seeds: int, batch: int | None, modes: list[str], steps: int
             if mode not in compiled:
                 sample = jax.device_put(state, jax.devices()[0])
                 compiled[mode] = compile_scaled(step_fn, sample, *next(batches()),
-                                                policy=MODES[mode])
+                                                **VARIANTS[mode])
             runs[mode] = _losses_scaled(compiled[mode], state, batches, steps)
         for name, losses in runs.items():
             per_seed[name].append(float(np.mean(losses[-tail:]) / reference - 1))
@@ -107,9 +114,11 @@ def doc_section(result: dict[str, Any]) -> str:
         "Per seed, the relative difference of the mean of the last training losses from "
         "`jax.jit(train_step)`'s on the same batches: "
         f"jax.jit with every initial parameter multiplied by 1 + {PERTURBATION:g} (the "
-        "reference's own sensitivity: a change far below any rounding a mode adds) and each "
-        "mode of `benchmarks/models.py`. A mode whose *mean* is within the perturbed "
-        "reference's spread is noise on that family; a mean beyond it is a bias.",
+        "reference's own sensitivity: a change far below any rounding a mode adds), modes of "
+        "`benchmarks/models.py` and *fp8-alone*: FP8 dots on f32 data, each operand at its "
+        f"own amax (`{FP8_ALONE}`), what FP8 dots cost the family by themselves. A mode "
+        "whose *mean* is within the perturbed reference's spread is noise on that family; a "
+        "mean beyond it is a bias.",
         "", markdown_table(HEADERS, rows(result)), ""])
 
 
@@ -118,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--family", default="cnn", choices=list(load_families().FAMILIES))
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=None)
-    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=["f16", "default"])
+    parser.add_argument("--modes", nargs="+", choices=list(VARIANTS),
+                        default=["f16", "default", "fp8-alone"])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--tail", type=int, default=50)
     parser.add_argument("--no-doc", action="store_true", help="do not update the docs")
