@@ -163,7 +163,7 @@ RECORDS = (
     _op("stablehlo.optimization_barrier", F.BARRIER, KEEPS_RANGE),
     _op("stablehlo.while", F.WHILE),
     *(_op(name, F.CASE) for name in ("stablehlo.case", "stablehlo.if")),
-    _op("sdy.sharding_constraint", F.SHARDING),
+    *(_op(name, F.SHARDING) for name in ("sdy.sharding_constraint", "sdy.reshard")),
     _op("sdy.manual_computation", F.MANUAL),
     *(_op(name, F.COLLECTIVE) for name in (
         "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather",

@@ -25,6 +25,23 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
 
 // -----
 
+// sdy.reshard (what Shardy's propagation writes for jax.sharding.reshard) moves the data to
+// another sharding; the scale, a replicated scalar, passes by as for a constraint.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    ([[X:%.*]]: tensor<8x16xf32> {{.*}}, [[XS:%.*]]: tensor<f32> {sdy.sharding = #sdy.sharding<@mesh, []>})
+// CHECK-NEXT:    [[R:%.*]] = sdy.reshard [[X]] <@mesh, [{}, {"data"}]> : tensor<8x16xf32>
+// CHECK-NEXT:    return [[R]], [[XS]] : tensor<8x16xf32>, tensor<f32>
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func public @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) -> tensor<8x16xf32> {
+    %0 = sdy.reshard %arg0 <@mesh, [{}, {"data"}]> : tensor<8x16xf32>
+    return %0 : tensor<8x16xf32>
+  }
+}
+
+// -----
+
 // A runtime scale enters the manual region as a replicated i32 exponent operand beside
 // its data. It is the same on every device, so the all_gather runs on the data as it is
 // and the exponent leaves the region unchanged: no collective is added.
