@@ -158,8 +158,10 @@ def doc_section(result: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=("gpt", "mlp"), default="gpt")
-    parser.add_argument("--setups", nargs="+", default=list(sharded_setups.SETUPS))
-    parser.add_argument("--policies", nargs="+", default=list(POLICIES))
+    parser.add_argument("--setups", nargs="+", choices=list(sharded_setups.SETUPS),
+                        default=list(sharded_setups.SETUPS))
+    parser.add_argument("--policies", nargs="+", choices=list(POLICIES),
+                        default=list(POLICIES))
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--no-doc", action="store_true")
     args = parser.parse_args()
