@@ -75,15 +75,19 @@ class Rescaler:
         self.state.context.bump("scalify.rescaled")
         return Scaled(data, value.scale.times(Scale.dynamic(moved)))
 
-    def at_unit_rms(self, value: Scaled, storage: ir.Type, max_exponent: int) -> Scaled:
+    def at_unit_rms(self, value: Scaled, storage: ir.Type, max_exponent: int,
+                    at_top: bool = False) -> Scaled:
         """``value`` with data of unit RMS in ``storage`` (its scale times the power of two
         nearest the data's RMS), but never past ``2^max_exponent``: where the largest
         magnitude is that far above the RMS (a sparse tensor), the scale rises to keep it
         below. Unit RMS, not unit amax, is what unit scaling's rules assume of a step's
         inputs: a weight stored at its amax has data of RMS ~1/4, and each dot of the next
-        step's forward pass then shrinks the data that much more. An all-zero tensor takes
-        the scale an all-zero argument gets; a non-finite one keeps its scale (its data is
-        what the unscaled value is)."""
+        step's forward pass then shrinks the data that much more. ``at_top`` puts the
+        largest magnitude just below ``2^max_exponent`` instead, for a square stored as it
+        is (no dot reads it; its entries span twice the binades of what was squared, and
+        every binade kept below its RMS is one fewer flushed to zero). An all-zero tensor
+        takes the scale an all-zero argument gets; a non-finite one keeps its scale (its
+        data is what the unscaled value is)."""
         emit, types = self.emit, self.state.types
         f32, i32, scalar = types.f32, types.scalar_i32, types.scalar_f32
         wide = emit.convert(value.data, f32)
@@ -96,7 +100,7 @@ class Rescaler:
         by_rms = emit.exponent_of_pow2(emit.pow2_round(rms))
         floor = emit.binary("stablehlo.subtract", emit.exponent_of_pow2(amax),
                             emit.int_scalar(max_exponent - 1), i32)
-        measured = emit.binary("stablehlo.maximum", by_rms, floor, i32)
+        measured = floor if at_top else emit.binary("stablehlo.maximum", by_rms, floor, i32)
         i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
         usable = emit.op("stablehlo.and", [  # a finite, nonzero statistic, normal powers
             emit.compare("GT", amax, emit.splat(0.0, scalar)),

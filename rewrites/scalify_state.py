@@ -100,6 +100,10 @@ class ScalifyState:
 
     # The update tail's ops (update_tail.py): run on unscaled values in the original types.
     tail: set[ir.Operation] = field(default_factory=set)
+    # Squares that are state (an argument and a result of a square class: Adam's second
+    # moment): the update tail stores those it returns unencoded with their amax at the top
+    # of the data type's range (tail_result); nothing but the update reads them.
+    squares: frozenset[ir.Value] = frozenset()
 
     # Runtime maxima of scales (common_scale): each one's operands, for ``Scope.can_drift``.
     maxima: dict[Scale, tuple[Scale, ...]] = field(default_factory=dict)

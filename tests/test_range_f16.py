@@ -292,3 +292,25 @@ def test_a_fully_masked_softmax_row_stays_finite(data_dtype: str) -> None:
     got = np.asarray(step(q, k, mask))
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, np.asarray(jax.jit(attention)(q, k, mask)), atol=1e-2)
+
+
+def test_a_stored_square_keeps_its_small_entries() -> None:
+    """With squares in f16 and no root encoding (square-dtype=f16), the second moment is
+    stored as it is: the update tail puts its amax at the top of f16's range, so squares 34
+    binades below the largest are kept. At unit RMS, everything 2^-24 below the RMS flushed
+    to zero, and Adam divided by eps on the next step (the scan-over-layers GPT diverged)."""
+    def adam_step(w: jax.Array, nu: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        g = jax.grad(lambda w: jnp.sum(w * x))(w)
+        nu = 0.999 * nu + 0.001 * g**2  # as optax writes it
+        return w - 1e-3 * g / (jnp.sqrt(nu) + 1e-8), nu
+
+    x = np.where(np.arange(256) % 2 == 0, 1.0, 2.0 ** -17).astype(np.float32)
+    w, nu = np.ones(256, np.float32), np.zeros(256, np.float32)
+    step = compile_scaled(adam_step, w, nu, x,
+                          policy=Policy(square_dtype="float16", fp8_dots=False))
+    _, got = step(w, nu, x)
+    want = 0.001 * x.astype(np.float64) ** 2
+    got = np.asarray(got.unscale())
+    np.testing.assert_allclose(got[::2], want[::2], rtol=1e-3)
+    # 2^-20 of the largest data in f16: a subnormal with 4 significant bits, not zero.
+    np.testing.assert_allclose(got[1::2], want[1::2], rtol=2**-5)
