@@ -93,7 +93,8 @@ def run(family: str, seeds: int, batch: int | None, modes: list[str], steps: int
             "relative_diff": per_seed}
 
 
-HEADERS = ["family", "batch", "losses averaged", "variant", "per seed", "mean", "std", "max abs diff"]
+HEADERS = ["family", "batch", "losses averaged", "variant", "per seed", "mean", "std",
+           "max abs diff"]
 
 
 def rows(result: dict[str, Any]) -> list[list[str]]:
