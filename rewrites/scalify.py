@@ -126,8 +126,8 @@ def tail_result(scope: Scope, value: Scaled, storage: ir.Type, square: bool = Fa
     all results are taken together by group-statistics), 1 where it is f32's (bf16, f32).
     A ``square`` that is state, stored as it is (``square-dtype=f16`` without the root
     encoding), takes its amax to the top of f16's range instead: at unit RMS a second
-    moment's small entries flushed to zero, and Adam then divided by ``eps`` (the
-    scan-over-layers GPT's loss went from 2.2 to 2.8 between steps 600 and 800)."""
+    moment's entries 2^-24 below its RMS flushed to zero, and Adam then divided by ``eps``
+    on the next step (tests/test_range_f16.py)."""
     name = dtype_name(storage)
     if name == "f16" and not value.any_scale and value.scale.is_static:
         encoded = scope.at_unit_rms(value, storage, EXPONENT_RANGES[name][1], at_top=square)
