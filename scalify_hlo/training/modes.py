@@ -55,7 +55,7 @@ MODES: dict[str, Mode] = {m.name: m for m in (
          "(square_dtype=float32)",
          jnp.float32, Policy(fp8_dots=False, square_dtype="float32")),
     Mode("scalify-f16-sq16", "scalify-f16 with every value in f16, Adam's second moment "
-         "included (16-bit state; diverges where gradients span more than 12 binades)",
+         "included, stored with its amax at the top of f16's range (16-bit state)",
          jnp.float32, Policy(fp8_dots=False, square_dtype="float16")),
     Mode("scalify-f16-bf16sq", "scalify-f16 with Adam's second moment in bf16 (16-bit state; "
          "the default keeps it in f32)", jnp.float32,
