@@ -95,12 +95,14 @@ class Rescaler:
         squares = emit.reduce_all(emit.binary("stablehlo.multiply", wide, wide),
                                   "stablehlo.add", 0.0)
         amax = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum", 0.0)
-        rms = emit.unary("stablehlo.sqrt", emit.binary("stablehlo.divide", squares,
-                                                        emit.splat(size, scalar)))
-        by_rms = emit.exponent_of_pow2(emit.pow2_round(rms))
         floor = emit.binary("stablehlo.subtract", emit.exponent_of_pow2(amax),
                             emit.int_scalar(max_exponent - 1), i32)
-        measured = floor if at_top else emit.binary("stablehlo.maximum", by_rms, floor, i32)
+        measured = floor
+        if not at_top:
+            rms = emit.unary("stablehlo.sqrt", emit.binary("stablehlo.divide", squares,
+                                                            emit.splat(size, scalar)))
+            by_rms = emit.exponent_of_pow2(emit.pow2_round(rms))
+            measured = emit.binary("stablehlo.maximum", by_rms, floor, i32)
         i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
         usable = emit.op("stablehlo.and", [  # a finite, nonzero statistic, normal powers
             emit.compare("GT", amax, emit.splat(0.0, scalar)),

@@ -208,13 +208,14 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         # reads them (jax.random's uniforms before erf_inv or log): see square_values.py.
         state.give_own_dtype(classes.bits, float_type("f32"))
         context.bump("scalify.bit-values", len(classes.bits))
+    state_squares = (frozenset(_boundary_squares(func, classes.squares))
+                     if classes is not None else frozenset())
     if options.update == "f32":
         state.tail = update_tail(func)
-        state.squares = (frozenset(_boundary_squares(func, classes.squares))
-                         if classes is not None else frozenset())
+        state.squares = state_squares
         context.bump("scalify.update-ops", len(state.tail))
     scalify_function(func, state, BoundaryStorage(
-        roots=frozenset(_boundary_squares(func, classes.squares)) if encode else frozenset(),
+        roots=state_squares if encode else frozenset(),
         root_element=_format_type(options.square_format),
         root_stochastic=options.square_rounding == "stochastic",
         moments=frozenset(first_moments(func, classes.squares)) if moments else frozenset(),

@@ -298,7 +298,7 @@ def test_a_stored_square_keeps_its_small_entries() -> None:
     """With squares in f16 and no root encoding (square-dtype=f16), the second moment is
     stored as it is: the update tail puts its amax at the top of f16's range, so squares 34
     binades below the largest are kept. At unit RMS, everything 2^-24 below the RMS flushed
-    to zero, and Adam divided by eps on the next step (the scan-over-layers GPT diverged)."""
+    to zero, and Adam divided by eps on the next step."""
     def adam_step(w: jax.Array, nu: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
         g = jax.grad(lambda w: jnp.sum(w * x))(w)
         nu = 0.999 * nu + 0.001 * g**2  # as optax writes it
