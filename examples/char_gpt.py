@@ -39,6 +39,9 @@ class GPTConfig:
     context: int = 128
     scan_layers: bool = False  # blocks under nn.scan, weights stacked on a leading axis
     remat: bool = False  # with scan_layers: each block recomputed in the backward pass
+    # With remat: what the backward pass keeps instead of recomputing, as the name of one of
+    # jax.checkpoint_policies (e.g. "dots_saveable"); None keeps nothing.
+    remat_policy: str | None = None
 
 
 class Block(nn.Module):
@@ -80,7 +83,9 @@ def _blocks(config: GPTConfig, dtype: Any, x: jax.Array) -> jax.Array:
         for _ in range(config.layers):
             x = Block(config, dtype)(x)
         return x
-    block = nn.remat(ScannedBlock) if config.remat else ScannedBlock
+    policy = (getattr(jax.checkpoint_policies, config.remat_policy)
+              if config.remat_policy else None)
+    block = nn.remat(ScannedBlock, policy=policy) if config.remat else ScannedBlock
     stack = nn.scan(block, variable_axes={"params": 0}, split_rngs={"params": True},
                     length=config.layers)
     return stack(config, dtype, name="blocks")(x, None)[0]
@@ -177,12 +182,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="stack the blocks' weights and run the blocks under nn.scan")
     parser.add_argument("--remat", action="store_true",
                         help="with --scan-layers: recompute each block in the backward pass")
+    parser.add_argument("--remat-policy", default=None,
+                        choices=[name for name in dir(jax.checkpoint_policies)
+                                 if name.endswith("saveable")],
+                        help="with --remat: what the backward pass keeps (a "
+                             "jax.checkpoint_policies name; default: nothing)")
     parser.add_argument("--text", type=Path, default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     data = load_text(args.text)
     config = GPTConfig(len(data.vocab), args.layers, args.width,
-                       scan_layers=args.scan_layers, remat=args.remat)
+                       scan_layers=args.scan_layers, remat=args.remat,
+                       remat_policy=args.remat_policy)
     task = gpt_task(data, config, args.batch_size)
     result = run(task, mode(args.mode), args.steps, args.seed,
                  eval_every=max(1, args.steps // 10),

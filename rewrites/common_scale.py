@@ -50,11 +50,11 @@ class CommonScale:
         of 2^250 (2^-100 next to 2^100), where the max would flush the smaller one to 0.
         With ``constants_follow``, static (constant-derived) scales adopt the runtime ones,
         down to the lowest scale at which the constant's data stays in the data type's range
-        (``_constant_floor``).
+        (``constant_floor``).
         """
         scaled = [v for v in values if not v.any_scale]
         if constants_follow and any(not v.scale.is_static for v in scaled):
-            floor = self._constant_floor([v for v in scaled if v.scale.is_static])
+            floor = self.constant_floor([v for v in scaled if v.scale.is_static])
             scaled = [v for v in scaled if not v.scale.is_static]
             common = self.common_scale(scaled, merge=merge)
             if floor is None:
@@ -181,7 +181,7 @@ class CommonScale:
         parts = self.state.maxima.get(scale)
         return parts is None or all(part.is_static or self.can_drift(part) for part in parts)
 
-    def _constant_floor(self, constants: Sequence[Scaled]) -> int | None:
+    def constant_floor(self, constants: Sequence[Scaled]) -> int | None:
         """The lowest exponent a constant operand of a select may follow the runtime operand
         down to: a constant's data is below 2 at its own scale (``rule_constant``), so below
         2^(max_exp - 1) times it, it is still in the data type's range. Without it, the 1.0
@@ -216,8 +216,14 @@ class CommonScale:
         f16 and bf16 data)."""
         ratio = value.scale.over(target)
         largest = LARGEST_FINITE.get(dtype_name(self.current_data_dtype()))
-        if ratio.is_static or largest is None or largest >= LARGEST_FINITE["f32"]:
+        if largest is None or largest >= LARGEST_FINITE["f32"]:
             return self.rescale_data(value, target)
+        if ratio.is_static:
+            if ratio.exp <= 0:  # data that shrinks never passes the range
+                return self.rescale_data(value, target)
+            # 2^126 is f32's largest normal power of two: a larger ratio saturates anyway.
+            factor = self.emit.scalar_f32(2.0 ** min(ratio.exp, 126))
+            return self.emit.times_factor(value.data, factor, saturate_at=largest)
         return self.emit.times_factor(value.data, self.factor(ratio), saturate_at=largest)
 
 

@@ -67,8 +67,9 @@ class Trait(Enum):
     LAYOUT_ONLY = ("only moves, retypes or annotates data: a dot operand reached through it "
                    "keeps its producer's forward/backward role (fp8_dots.py); a custom call "
                    "with such a target passes (data, scale) through (rule_custom_call)")
-    ZERO_FILL_THROUGH = ("a splat-zero operand gives a zero-filled result: the check for a "
-                         "loop's zero-filled initial value looks through it (rule_impls.py)")
+    ZERO_FILL_THROUGH = ("a constant operand gives a constant result (a zero fill a zero "
+                         "fill): the checks for a loop's zero-filled initial value and for a "
+                         "select's constant operand look through it (program_constants.py)")
     HOISTABLE = ("pure elementwise, no regions or side effects: a scalar instance with "
                  "loop-invariant operands is hoisted out of its loop (loop_scales.py), and "
                  "XLA copies one into its users (scale_epochs.py)")

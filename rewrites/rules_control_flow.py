@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import attributes_of, defining_op, splat_scalar
-from scalify_hlo.rewrites.op_table import Trait, ops_with
+from scalify_hlo.flat_pairs import flat_positions
+from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type
+from scalify_hlo.rewrites.program_constants import is_zero_fill
 from scalify_hlo.rewrites.scope import Scaled, Scope
+from scalify_hlo.rewrites.sliced_stacks import initial_exponents, stack_carries
 
 
 def rule_optimization_barrier(scope: Scope, op: ir.Operation) -> None:
@@ -32,9 +34,11 @@ def rule_while(scope: Scope, op: ir.Operation) -> None:
     below f16's range (gradients of scanned layers at 2^-20 flushed to 0)."""
     olds = list(op.operands)
     invariant = _invariant_carries(op)
-    unset = [not fixed and _enters_unset(scope, old)
-             for old, fixed in zip(olds, invariant, strict=True)]
+    stacks = stack_carries(scope, op)
+    unset = [not fixed and index not in stacks and _enters_unset(scope, old)
+             for index, (old, fixed) in enumerate(zip(olds, invariant, strict=True))]
     operands = scope.flatten(olds, unset=unset)
+    operands = _with_stack_exponents(scope, olds, operands, stacks)
     types = [v.type for v in operands]
     new = scope.emit.op(op.name, operands, types, attributes_of(op), regions=2)
     for old_region, new_region, returns_flat in zip(op.regions, new.regions, (False, True),
@@ -43,17 +47,30 @@ def rule_while(scope: Scope, op: ir.Operation) -> None:
         block = new_region.blocks.append(*types)
         child = scope.child(block)
         arguments = list(old_block.arguments)
-        child.bind_flat(arguments, list(block.arguments))
-        _keep_outer_scales(child, olds, arguments, invariant)
+        child.bind_flat(arguments, list(block.arguments), stacks=stacks)
+        _keep_outer_scales(child, olds, arguments, invariant, stacks)
         _mark_unset(child, arguments, unset)
         terminator = child.rewrite_block(old_block)
         values = child.flatten(list(terminator.operands)) if returns_flat else [
             child.in_original_type(v) for v in terminator.operands]
         child.emit.at(terminator.location).op("stablehlo.return", values, [])
     results = list(op.results)
-    scope.bind_flat(results, list(new.results))
-    _keep_outer_scales(scope, olds, results, invariant)
+    scope.bind_flat(results, list(new.results), stacks=stacks)
+    _keep_outer_scales(scope, olds, results, invariant, stacks)
     _mark_unset(scope, results, unset)
+
+
+def _with_stack_exponents(scope: Scope, olds: list[ir.Value], operands: list[ir.Value],
+                          stacks: dict[int, int]) -> list[ir.Value]:
+    """The flat operands with a zero-filled stack's scale replaced by its vector of
+    exponents (a stack that is one already flattened as one)."""
+    if not stacks:
+        return operands
+    scaled = [is_scalable_type(old.type) for old in olds]
+    for index, position in enumerate(flat_positions(scaled)):
+        if index in stacks and scope.stack_of(olds[index]) is None:
+            operands[position + 1] = initial_exponents(scope, olds[index], stacks[index])
+    return operands
 
 
 def _invariant_carries(op: ir.Operation) -> list[bool]:
@@ -65,14 +82,14 @@ def _invariant_carries(op: ir.Operation) -> list[bool]:
 
 
 def _keep_outer_scales(scope: Scope, olds: list[ir.Value], bound: list[ir.Value],
-                       invariant: list[bool]) -> None:
+                       invariant: list[bool], stacks: dict[int, int]) -> None:
     """Loop-invariant carries (a scan's weights, a mask hoisted out of the body) keep the
     operand's scale inside the loop and after it: a constant stays static, so that a select
     with it lets it follow the other operand (``constants_follow``: the -1e9 of a causal
     mask saturates to -inf instead of setting a scale that flushes the logits to 0), and
     zeros stay at any scale."""
-    for old, value, fixed in zip(olds, bound, invariant, strict=True):
-        outer = scope.lookup(old) if fixed else None
+    for index, (old, value, fixed) in enumerate(zip(olds, bound, invariant, strict=True)):
+        outer = scope.lookup(old) if fixed and index not in stacks else None
         if isinstance(outer, Scaled):
             data = scope.get(value)
             assert isinstance(data, Scaled)
@@ -88,21 +105,7 @@ def _enters_unset(scope: Scope, old: ir.Value) -> bool:
     found = scope.get(old)
     if not isinstance(found, Scaled):
         return False
-    return (found.any_scale and _is_zero_fill(old)) or scope.state.maybe_unset(found.scale)
-
-
-# Ops that make a zero-filled tensor of a zero-filled operand.
-_ZERO_KEEPING = ops_with(Trait.ZERO_FILL_THROUGH)
-
-
-def _is_zero_fill(old: ir.Value) -> bool:
-    """A splat 0 constant of the original program, or a layout op of one."""
-    op = defining_op(old)
-    while op is not None and op.name in _ZERO_KEEPING:
-        op = defining_op(op.operands[0])
-    if op is None or op.name != "stablehlo.constant":
-        return False
-    return splat_scalar(op.attributes["value"]) == 0.0
+    return (found.any_scale and is_zero_fill(old)) or scope.state.maybe_unset(found.scale)
 
 
 def _mark_unset(scope: Scope, olds: list[ir.Value], unset: list[bool]) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, attributes_of
+from scalify_hlo.rewrites.program_constants import program_constant
 from scalify_hlo.rewrites.rule_support import (
     bind_results,
     emit_like,
@@ -271,7 +272,32 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
         # One runtime scale: constants follow it (down to where they stay in range).
         same_scale(scope, op, constants_follow=True, merge=True)
         return
+    if _constants_follow_static(scope, op, floats):
+        return
     _pick_unrelated(scope, op)  # static scales too far apart for f16
+
+
+def _constants_follow_static(scope: Scope, op: ir.Operation, floats: list[Scaled]) -> bool:
+    """Static operands too far apart for f16 where the far ones are constants of the program
+    (a mask's -1e9 against logits whose scale is static, as in a remat'd scan body): the
+    constants follow the data's scale as they follow a runtime one (``constants_follow``),
+    a sentinel saturating to the largest finite value, instead of picking by exponent,
+    where the sentinel's 2^30 would set the scale and flush every logit to 0."""
+    olds = list(op.operands)
+    constant = [program_constant(olds[i]) is not None
+                for i in float_operand_indices(scope, olds)]
+    data = [v for v, c in zip(floats, constant, strict=True) if not c and not v.any_scale]
+    constants = [v for v, c in zip(floats, constant, strict=True) if c and not v.any_scale]
+    if not data or not constants or not _fits_at_max(scope, data):
+        return False
+    scale = scope.common_scale(data, merge=True)
+    floor = scope.constant_floor(constants)
+    if floor is not None and scale.is_static:
+        scale = Scale(max(scale.exp, floor))
+    datas = [scope.rescale_constant(v, scale) if c and not v.any_scale
+             else scope.rescale_data(v, scale) for v, c in zip(floats, constant, strict=True)]
+    _bind_at(scope, op, floats, datas, scale)
+    return True
 
 
 def _bind_at(scope: Scope, op: ir.Operation, floats: list[Scaled], datas: list[ir.Value],
@@ -291,7 +317,7 @@ def rule_select(scope: Scope, op: ir.Operation) -> None:
     the format's largest finite value (``Scope.rescale_constant``), which keeps its sign and
     order, instead of pushing the data below the format's range, and a constant inside the
     format's range (1.0) follows only down to where it still fits
-    (``Scope._constant_floor``). Branches far apart: see ``_choose``."""
+    (``Scope.constant_floor``). Branches far apart: see ``_choose``."""
     _choose(scope, op)
 
 

@@ -23,6 +23,7 @@ from scalify_hlo.rewrites.scalify_state import (
     Scaled,
     ScalifyState,
 )
+from scalify_hlo.rewrites.sliced_stacks import SlicedStack, at_one_scale
 from scalify_hlo.rewrites.type_converter import TypeConverter
 from scalify_hlo.rewrites.walk import Walker, describe_runtime
 from scalify_hlo.scale import Scale
@@ -41,7 +42,8 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
         self.state = state
         self.block = block
         self.parent = parent
-        self.values: dict[ir.Value, Mapped] = {}
+        self.values: dict[ir.Value, Mapped | SlicedStack] = {}
+        self._stacks_at_one_scale: dict[ir.Value, Scaled] = {}
         self._materialized: dict[Scale, ir.Value] = {}
         self._factors: dict[tuple[Scale, str], ir.Value] = {}
         self._unscaled: dict[ir.Value, ir.Value] = {}
@@ -54,7 +56,7 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
         self._result_types: list[ir.Type] = []
 
     # ----- the value map -------------------------------------------------------------
-    def lookup(self, old: ir.Value) -> Mapped | None:
+    def _raw(self, old: ir.Value) -> Mapped | SlicedStack | None:
         found = self.values.get(old)  # the common case, before walking up the scopes
         if found is not None:
             return found
@@ -66,13 +68,35 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
             scope = scope.parent
         return None
 
+    def lookup(self, old: ir.Value) -> Mapped | None:
+        found = self._raw(old)
+        if type(found) is SlicedStack:
+            return self._at_one_scale(old, found)
+        return found
+
     def get(self, old: ir.Value) -> Mapped:
         found = self.values.get(old)
-        if found is None:
+        if found is None or type(found) is SlicedStack:
             found = self.lookup(old)
             if found is None:
                 raise RewriteError(f"{short_location(self.emit.loc)}: value used before "
                                    f"definition")
+        return found
+
+    def stack_of(self, old: ir.Value) -> SlicedStack | None:
+        """The sliced stack an original value maps to (``sliced_stacks``), if it is one."""
+        found = self._raw(old)
+        return found if type(found) is SlicedStack else None
+
+    def set_stack(self, old: ir.Value, stack: SlicedStack) -> None:
+        self.values[old] = stack
+
+    def _at_one_scale(self, old: ir.Value, stack: SlicedStack) -> Scaled:
+        """A sliced stack used by any op but a slice write or read: at one scale, once per
+        block."""
+        found = self._stacks_at_one_scale.get(old)
+        if found is None:
+            found = self._stacks_at_one_scale[old] = at_one_scale(self, stack)
         return found
 
     def is_scaled(self, old: ir.Value) -> bool:

@@ -16,6 +16,7 @@ from scalify_hlo.flat_pairs import flat_positions
 from scalify_hlo.module_io import short_location
 from scalify_hlo.rewrites.emitter import Emitter, dtype_name, element_type, is_scalable_type
 from scalify_hlo.rewrites.scalify_state import Scaled
+from scalify_hlo.rewrites.sliced_stacks import SlicedStack
 from scalify_hlo.scale import EXPONENT_RANGES, LARGEST_FINITE, ONE, UNSET_EXPONENT, Scale
 
 if TYPE_CHECKING:
@@ -135,6 +136,10 @@ class TypeConverter:
         the values flagged in ``unset`` (zero-filled loop operands)."""
         flat: list[ir.Value] = []
         for index, old in enumerate(olds):
+            stack = None if f32_scales else self.stack_of(old)
+            if stack is not None:
+                flat += [stack.data, stack.exponents]
+                continue
             found = self.get(old)
             if isinstance(found, Scaled):
                 if f32_scales:
@@ -158,12 +163,18 @@ class TypeConverter:
         return flat
 
     def bind_flat(self, olds: Sequence[ir.Value], news: Sequence[ir.Value],
-                  f32_scales: bool = False) -> None:
+                  f32_scales: bool = False, stacks: dict[int, int] | None = None) -> None:
         """Map original values to consecutive new values: two for floats (data, then an i32
-        exponent, or an f32 scale with ``f32_scales``), one otherwise."""
+        exponent, or an f32 scale with ``f32_scales``; for the ``stacks``, by index, data and
+        the vector of exponents of a sliced stack along the given dimension), one
+        otherwise."""
         scaled = [is_scalable_type(old.type) for old in olds]
-        for old, is_scaled, position in zip(olds, scaled, flat_positions(scaled), strict=True):
-            if is_scaled:
+        for index, (old, is_scaled, position) in enumerate(
+                zip(olds, scaled, flat_positions(scaled), strict=True)):
+            if stacks and index in stacks:
+                self.set_stack(old, SlicedStack(news[position], news[position + 1],
+                                                stacks[index]))
+            elif is_scaled:
                 scale = news[position + 1]
                 self.set(old, Scaled(news[position], Scale.dynamic_f32(scale) if f32_scales
                                      else Scale.dynamic(scale)))

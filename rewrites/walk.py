@@ -11,11 +11,15 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, dtype_name
 from scalify_hlo.rewrites.scalify_state import RESCALE_ATTR, Scaled
+from scalify_hlo.rewrites.sliced_stacks import SlicedStack, read_slice, write_slice, written_dim
 from scalify_hlo.scale import ONE, Scale
 
 if TYPE_CHECKING:
     from scalify_hlo.rewrites.scalify_state import ScalifyState
     from scalify_hlo.rewrites.scope import Scope
+
+
+_STACK_OPS = ("stablehlo.dynamic_update_slice", "stablehlo.dynamic_slice")
 
 
 class Walker:
@@ -85,12 +89,15 @@ class Walker:
             touches_floats = touches_floats or is_scalable(t)
         self._op, self._results, self._result_types = op, results, types
         if not touches_floats:
-            touches_floats = any(isinstance(self.lookup(v), Scaled) for v in op.operands)
+            touches_floats = any(isinstance(self._raw(v), (Scaled, SlicedStack))
+                                 for v in op.operands)
         if not touches_floats:  # integers, booleans, tokens, complex, f64: cloned as they are
             self.state.clone(self, op)
             return
         if op in self.state.tail:
             self.in_original(op)
+            return
+        if op.name in _STACK_OPS and self._on_stack(op):
             return
         rule = self.state.rules.get(op.name)
         if rule is None:
@@ -100,6 +107,19 @@ class Walker:
             self.rescale_results(op, ir.StringAttr(op.attributes[RESCALE_ATTR]).value)
         if self.state.context.records is not None:
             self._record(op, results)
+
+    def _on_stack(self, op: ir.Operation) -> bool:
+        """A slice written into or read from a sliced stack (``sliced_stacks``), if ``op``
+        is one."""
+        stack = self.stack_of(op.operands[0])
+        if stack is None:
+            return False
+        if op.name == "stablehlo.dynamic_update_slice":
+            if written_dim(op) != stack.dim:
+                return False
+            write_slice(self, op, stack)
+            return True
+        return read_slice(self, op, stack)
 
     def in_original(self, op: ir.Operation) -> None:
         """A tail op (``update_tail``): cloned on its operands in their original types, its

@@ -84,8 +84,9 @@ def _assert_trains_like_fp32(loss: Any, params: Any, optimizer: Any) -> None:
 
 
 # ----- (a) Flax nn.scan over the example GPT's blocks, rematerialized ----------------------
-def _flax_gpt() -> tuple[Any, Any]:
-    config = GPTConfig(VOCAB, LAYERS, WIDTH, HEADS, LENGTH, scan_layers=True, remat=True)
+def _flax_gpt(remat_policy: str | None = None) -> tuple[Any, Any]:
+    config = GPTConfig(VOCAB, LAYERS, WIDTH, HEADS, LENGTH, scan_layers=True, remat=True,
+                       remat_policy=remat_policy)
     model = GPT(config)
     params = model.init(jax.random.key(0), _tokens(0)[0])["params"]
 
@@ -100,6 +101,15 @@ def test_flax_scan_gpt_f16_gradients_match_fp32() -> None:
     loss, params = _flax_gpt()
     assert params["blocks"]["Block_0"]["Dense_0"]["kernel"].shape[0] == LAYERS  # stacked
     _assert_f16_gradients_match(loss, params)
+
+
+@pytest.mark.parametrize("saving", ["everything_saveable", "dots_saveable"])
+def test_flax_scan_gpt_saving_residuals_f16_gradients_match_fp32(saving: str) -> None:
+    """A remat policy that saves residuals: JAX hands the mask's -1e9 to the scan body as a
+    loop-invariant carry, and the logits reach the select at a static scale. The sentinel
+    must still follow the logits (before: it set the scale by its own exponent, 2^30, and
+    flushed every logit to 0 in f16: gradients 60% off)."""
+    _assert_f16_gradients_match(*_flax_gpt(saving))
 
 
 def test_flax_scan_gpt_trains_like_fp32() -> None:
@@ -188,3 +198,30 @@ def test_scan_with_masked_select_keeps_values() -> None:
 
     got = compile_scaled(fn, logits, policy=F16, return_scaled=False)(logits)
     np.testing.assert_allclose(np.asarray(got, np.float32), fn(logits), atol=2e-3)
+
+
+@pytest.mark.parametrize(("body", "tolerance"), [
+    ("inverse_square", 5e-3),  # its residual 1/m^2: 2^23 at the first layer, 2^-19 at the second
+    ("layer_norm", 5e-2),  # as the unrolled layers (2%: f16 in LayerNorm's backward pass)
+])
+def test_stacked_residuals_far_apart_across_layers(body: str, tolerance: float) -> None:
+    """The residuals a scan stacks for its transpose keep one exponent per layer: inputs
+    of std 0.02 (a GPT's embeddings) and a residual stream that grows put a layer's
+    residuals 2^17 to 2^42 apart from the next one's; at one scale for the stack they lost
+    their bits or flushed to 0 in f16 (before: both gradients 100% off)."""
+    def layer(c: jax.Array) -> jax.Array:
+        if body == "inverse_square":
+            return c + 0.01 / (c * c).mean(-1, keepdims=True)
+        mean = c.mean(-1, keepdims=True)
+        var = ((c - mean) ** 2).mean(-1, keepdims=True)
+        return c + 0.5 * (c - mean) * jax.lax.rsqrt(var + 1e-6)
+
+    def loss(x: jax.Array) -> jax.Array:
+        y, _ = jax.lax.scan(lambda c, _: (layer(c), None), x, None, length=2)
+        return (y ** 2).mean()
+
+    x = 0.02 * jax.random.normal(jax.random.key(2), (4, 8))
+    grad = jax.grad(loss)
+    got = compile_scaled(grad, x, policy=F16, return_scaled=False)(x)
+    errors = _relative_errors({"x": got}, {"x": grad(x)})
+    assert errors["['x']"] < tolerance, errors

@@ -79,3 +79,49 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %0#0 : tensor<4xf32>
 }
+
+// -----
+
+// A stack the loop fills one slice per trip (a scan's stacked outputs, the
+// residuals its transpose reads back) carries one exponent per slice: the
+// slices of a LayerNorm's rsqrt(var)^3 are 2^17 apart between a GPT's first
+// and last layer, and at the largest one's scale the others lost their bits in
+// f16 (2^40 apart: flushed to 0). A write stores the slice's data as it is and
+// its exponent in an i32 vector; a read of one slice gets its exponent back;
+// any other use sees the stack at the largest exponent.
+
+// CHECK-LABEL: func.func public @main
+// CHECK:         [[Z:%.*]] = stablehlo.broadcast_in_dim {{%.*}}, dims = [] : (tensor<f16>) -> tensor<3x4xf16>
+// CHECK:         [[E0:%.*]] = stablehlo.constant dense<0> : tensor<3xi32>
+// CHECK-NEXT:    [[W:%.*]]:5 = stablehlo.while({{%.*}} = {{%.*}}, [[XE:%.*]] = {{%.*}}, [[S:%.*]] = [[Z]], [[SE:%.*]] = [[E0]], [[I:%.*]] = {{%.*}})
+// CHECK:         } do {
+// CHECK:           [[D:%.*]] = stablehlo.dynamic_update_slice [[S]], {{%.*}}, [[I]], {{%.*}} : (tensor<3x4xf16>, tensor<1x4xf16>, tensor<i32>, tensor<i32>) -> tensor<3x4xf16>
+// CHECK-NEXT:      [[SLOT:%.*]] = stablehlo.reshape [[XE]] : (tensor<i32>) -> tensor<1xi32>
+// CHECK-NEXT:      [[DE:%.*]] = stablehlo.dynamic_update_slice [[SE]], [[SLOT]], [[I]] : (tensor<3xi32>, tensor<1xi32>, tensor<i32>) -> tensor<3xi32>
+// CHECK:           stablehlo.return {{%.*}}, {{%.*}}, [[D]], [[DE]], {{%.*}}
+// CHECK:         stablehlo.dynamic_slice [[W]]#2, {{%.*}}, {{%.*}}, sizes = [1, 4]
+// CHECK-NEXT:    stablehlo.dynamic_slice [[W]]#3, {{%.*}}, sizes = [1] : (tensor<3xi32>, tensor<i32>) -> tensor<1xi32>
+// CHECK:         [[TOP:%.*]] = stablehlo.reduce([[W]]#3 init: {{%.*}}) applies stablehlo.maximum across dimensions = [0]
+// CHECK:         stablehlo.subtract [[W]]#3, {{%.*}} : tensor<3xi32>
+// CHECK:         stablehlo.broadcast_in_dim {{%.*}}, dims = [0] : (tensor<3xf32>) -> tensor<3x4xf32>
+func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c3 = stablehlo.constant dense<3> : tensor<i32>
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %zeros = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<3x4xf32>
+  %0:3 = stablehlo.while(%x = %arg0, %stack = %zeros, %i = %c0) : tensor<4xf32>, tensor<3x4xf32>, tensor<i32>
+  cond {
+    %1 = stablehlo.compare LT, %i, %c3, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %1 = stablehlo.add %x, %x : tensor<4xf32>
+    %2 = stablehlo.reshape %1 : (tensor<4xf32>) -> tensor<1x4xf32>
+    %3 = stablehlo.dynamic_update_slice %stack, %2, %i, %c0 : (tensor<3x4xf32>, tensor<1x4xf32>, tensor<i32>, tensor<i32>) -> tensor<3x4xf32>
+    %4 = stablehlo.add %i, %c1 : tensor<i32>
+    stablehlo.return %1, %3, %4 : tensor<4xf32>, tensor<3x4xf32>, tensor<i32>
+  }
+  %5 = stablehlo.dynamic_slice %0#1, %c1, %c0, sizes = [1, 4] : (tensor<3x4xf32>, tensor<i32>, tensor<i32>) -> tensor<1x4xf32>
+  %6 = stablehlo.reshape %5 : (tensor<1x4xf32>) -> tensor<4xf32>
+  return %6, %0#1 : tensor<4xf32>, tensor<3x4xf32>
+}
