@@ -48,12 +48,14 @@ class Policy:
     min_dot_size: dots with fewer multiply-adds (M*N*K per batch) stay in the data dtype.
     exclude: a regular expression; dots whose location matches stay in the data dtype.
     rescale_at: points where scales are recomputed from the data at run time. None: at the
-        backward pass's dot outputs for f16 data (its 5-bit exponent cannot absorb how far
-        static scales drift through a deep backward pass: 2^20 in a 4-layer transformer)
-        and at the drifting outputs: results outside the update (scalify's ``update``
-        option) whose scale, fed back, moves from step to step (moving averages: 0.99 * v
-        is at half v's scale, so v's scale halves every step and its data doubles until f16
-        overflows; an amax per such result and step). Nowhere for f32/bf16.
+        backward pass's dot and sum outputs for f16 data (its 5-bit exponent cannot absorb
+        how far static scales drift through a deep backward pass, 2^20 in a 4-layer
+        transformer, nor the sums whose terms cancel, a LayerNorm's ``sum(dy * xhat)``,
+        which come out far below their static scale) and at the drifting outputs: results
+        outside the update (scalify's ``update`` option) whose scale, fed back, moves from
+        step to step (moving averages: 0.99 * v is at half v's scale, so v's scale halves
+        every step and its data doubles until f16 overflows; an amax per such result and
+        step). Nowhere for f32/bf16.
     rescale_method: amax (the largest magnitude) or rms, rounded to a power of two.
     scale_rounding: nearest power of two, or up (data magnitudes stay <= the statistic).
     square_dtype: data type of squares and what they are added to (Adam's second moment):
@@ -98,7 +100,7 @@ class Policy:
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
-            default = (("backward-dots", "drifting-outputs") if self.data_dtype == "float16"
+            default = (("gradients", "drifting-outputs") if self.data_dtype == "float16"
                        else ())
             object.__setattr__(self, "rescale_at", default)
         object.__setattr__(self, "rescale_at", tuple(self.rescale_at))

@@ -230,7 +230,7 @@ def test_default_policy_is_the_default_pipeline() -> None:
     assert Policy().passes() == parse_pipeline(DEFAULT_PIPELINE)
     passes = _passes(DEFAULT_PIPELINE)
     assert list(passes) == ["inline", "rescale", "scalify", "fp8-dots", "simplify"]
-    assert passes["rescale"].at == ("backward-dots", "drifting-outputs")
+    assert passes["rescale"].at == ("gradients", "drifting-outputs")
     for data_dtype in ("float32", "bfloat16"):
         assert Policy(data_dtype=data_dtype).rescale_at == ()
     assert passes["scalify"].data_dtype == "f16"
