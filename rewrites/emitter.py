@@ -103,6 +103,13 @@ def splat_scalar(attr: ir.Attribute) -> float | None:
     return None
 
 
+def terminator(block: ir.Block) -> ir.Operation:
+    """The last op of ``block`` (its return), read by index: iterating a large body's ops to
+    reach it makes a binding object per op."""
+    operations = block.operations
+    return operations[len(operations) - 1].operation
+
+
 def defining_op(value: ir.Value) -> ir.Operation | None:
     """The op that defines ``value``; None for a block argument."""
     owner = value.owner  # a Block, or the op (as an OpView)
@@ -416,11 +423,14 @@ class Emitter:
                        attributes).result
 
     def reduce_all(self, x: ir.Value, combiner: str, init: float) -> ir.Value:
-        """Reduce every dimension of ``x`` with an elementwise ``combiner`` to a rank-0 value."""
+        """Reduce every dimension of ``x`` with an elementwise ``combiner`` to a rank-0 value
+        (floats, or i32 exponents with an integer ``init``)."""
         element = element_type(x)
         scalar = scalar_type(element)
         rank = len(ir.RankedTensorType(x.type).shape)
-        reduce = self.op("stablehlo.reduce", [x, self.splat(init, scalar)], [scalar],
+        start = (self.int_scalar(int(init)) if element == self.types.i32
+                 else self.splat(init, scalar))
+        reduce = self.op("stablehlo.reduce", [x, start], [scalar],
                          {"dimensions": ir.DenseI64ArrayAttr.get(list(range(rank)))}, regions=1)
         block = reduce.regions[0].blocks.append(scalar, scalar)
         inner = Emitter(ir.InsertionPoint(block), self.loc, types=self.types)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import defining_op, splat_scalar
+from scalify_hlo.rewrites.emitter import defining_op, splat_scalar, terminator
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 
 # Ops that make a constant of a constant operand (a zero fill of a zero fill).
@@ -50,8 +50,7 @@ def _invariant_operand(argument: ir.Value) -> ir.Value | None:
         return None
     index = ir.BlockArgument(argument).arg_number
     body = parent.regions[1].blocks[0]
-    operations = body.operations
-    returned = operations[len(operations) - 1].operands[index]
+    returned = terminator(body).operands[index]
     if returned != body.arguments[index]:
         return None
     return parent.operands[index]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from scalify_hlo.flat_pairs import flat_positions
-from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type
+from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type, terminator
 from scalify_hlo.rewrites.program_constants import is_zero_fill
 from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.rewrites.sliced_stacks import initial_exponents, stack_carries
@@ -50,10 +50,10 @@ def rule_while(scope: Scope, op: ir.Operation) -> None:
         child.bind_flat(arguments, list(block.arguments), stacks=stacks)
         _keep_outer_scales(child, olds, arguments, invariant, stacks)
         _mark_unset(child, arguments, unset)
-        terminator = child.rewrite_block(old_block)
-        values = child.flatten(list(terminator.operands)) if returns_flat else [
-            child.in_original_type(v) for v in terminator.operands]
-        child.emit.at(terminator.location).op("stablehlo.return", values, [])
+        old_return = child.rewrite_block(old_block)
+        values = child.flatten(list(old_return.operands)) if returns_flat else [
+            child.in_original_type(v) for v in old_return.operands]
+        child.emit.at(old_return.location).op("stablehlo.return", values, [])
     results = list(op.results)
     scope.bind_flat(results, list(new.results), stacks=stacks)
     _keep_outer_scales(scope, olds, results, invariant, stacks)
@@ -76,7 +76,7 @@ def _with_stack_exponents(scope: Scope, olds: list[ir.Value], operands: list[ir.
 def _invariant_carries(op: ir.Operation) -> list[bool]:
     """Per loop operand, whether the body returns it unchanged (its block argument)."""
     body = op.regions[1].blocks[0]
-    returned = list(body.operations[len(body.operations) - 1].operands)
+    returned = list(terminator(body).operands)
     return [value == argument for value, argument in zip(returned, body.arguments,
                                                          strict=True)]
 
@@ -125,7 +125,7 @@ def rule_case(scope: Scope, op: ir.Operation) -> None:
     for old_region, new_region in zip(op.regions, new.regions, strict=True):
         block = new_region.blocks.append()
         child = scope.child(block)
-        terminator = child.rewrite_block(old_region.blocks[0])
-        child.emit.at(terminator.location).op(
-            "stablehlo.return", child.flatten(list(terminator.operands)), [])
+        old_return = child.rewrite_block(old_region.blocks[0])
+        child.emit.at(old_return.location).op(
+            "stablehlo.return", child.flatten(list(old_return.operands)), [])
     scope.bind_flat(list(op.results), list(new.results))

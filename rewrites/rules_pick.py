@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Emitter, attributes_of
+from scalify_hlo.rewrites.emitter import attributes_of
 from scalify_hlo.rewrites.program_constants import program_constant
 from scalify_hlo.rewrites.rule_support import (
     bind_results,
@@ -224,16 +224,9 @@ def _select_by_exponent(scope: Scope, op: ir.Operation) -> None:
 
 def _reduce_int_max(scope: Scope, x: ir.Value) -> ir.Value:
     """The maximum of an i32 tensor as a rank-0 i32 (``_NO_EXPONENT`` for none)."""
-    emit, i32 = scope.emit, scope.exponent_type()
-    rank = len(ir.RankedTensorType(x.type).shape)
-    if rank == 0:
+    if not ir.RankedTensorType(x.type).rank:
         return x
-    reduce = emit.op("stablehlo.reduce", [x, emit.int_scalar(_NO_EXPONENT)], [i32],
-                     {"dimensions": ir.DenseI64ArrayAttr.get(list(range(rank)))}, regions=1)
-    block = reduce.regions[0].blocks.append(i32, i32)
-    inner = Emitter(ir.InsertionPoint(block), emit.loc, types=scope.state.types)
-    inner.op("stablehlo.return", [inner.binary("stablehlo.maximum", *block.arguments)], [])
-    return reduce.results[0]
+    return scope.emit.reduce_all(x, "stablehlo.maximum", _NO_EXPONENT)
 
 
 def _pick_unrelated(scope: Scope, op: ir.Operation) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type
+from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type, terminator
 from scalify_hlo.rewrites.program_constants import is_zero_fill
 from scalify_hlo.rewrites.scalify_state import Scaled
 from scalify_hlo.scale import Scale
@@ -59,11 +59,6 @@ def written_dim(op: ir.Operation) -> int | None:
     return partial[0]
 
 
-def _terminator(block: ir.Block) -> ir.Operation:
-    operations = block.operations
-    return operations[len(operations) - 1].operation
-
-
 def stack_carries(scope: Scope, op: ir.Operation) -> dict[int, int]:
     """The carries of a while op that are sliced stacks, with their dimension: a zero-filled
     operand (or a sliced stack) that the body only writes one slice of per trip, or a sliced
@@ -72,7 +67,7 @@ def stack_carries(scope: Scope, op: ir.Operation) -> dict[int, int]:
     at one scale, and per-slice exponents cost a few small ops per trip."""
     body = op.regions[1].blocks[0]
     cond = op.regions[0].blocks[0]
-    returned = list(_terminator(body).operands)
+    returned = list(terminator(body).operands)
     found: dict[int, int] = {}
     for index, (operand, argument) in enumerate(zip(op.operands, body.arguments, strict=True)):
         if not is_scalable_type(operand.type) or isinstance(
@@ -156,13 +151,7 @@ def at_one_scale(scope: Scope, stack: SlicedStack) -> Scaled:
     emit, types = scope.emit, scope.state.types
     f32 = types.f32
     vector_type = stack.exponents.type
-    reduce = emit.op("stablehlo.reduce", [stack.exponents, emit.int_scalar(-(2**31))],
-                     [types.scalar_i32], {"dimensions": ir.DenseI64ArrayAttr.get([0])},
-                     regions=1)
-    block = reduce.regions[0].blocks.append(types.scalar_i32, types.scalar_i32)
-    inner = type(emit)(ir.InsertionPoint(block), emit.loc, types=types)
-    inner.op("stablehlo.return", [inner.binary("stablehlo.maximum", *block.arguments)], [])
-    largest = reduce.results[0]
+    largest = emit.reduce_all(stack.exponents, "stablehlo.maximum", -(2**31))
     shift = emit.binary("stablehlo.subtract", stack.exponents,
                         emit.broadcast_scalar(largest, vector_type), vector_type)
     low = emit.broadcast_scalar(emit.int_scalar(_MIN_SHIFT), vector_type)

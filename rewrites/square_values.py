@@ -37,6 +37,7 @@ from scalify_hlo.rewrites.emitter import (
     is_ranked_tensor,
     ops_named,
     splat_scalar,
+    terminator,
 )
 from scalify_hlo.rewrites.op_table import Trait, ops_with, wide_operands
 from scalify_hlo.rewrites.regions import is_additive
@@ -181,11 +182,11 @@ def square_dtype_values(func: ir.Operation) -> SquareDtypeValues:
                 for region in op.regions:
                     block = region.blocks[0]
                     join(operand, block.arguments[index])
-                body_return = _terminator(op.regions[1].blocks[0])
+                body_return = terminator(op.regions[1].blocks[0])
                 join(result, body_return.operands[index])
         elif name in ("stablehlo.case", "stablehlo.if"):
             for region in op.regions:
-                returned = _terminator(region.blocks[0])
+                returned = terminator(region.blocks[0])
                 for result, value in zip(results, returned.operands, strict=True):
                     join(result, value)
         elif name == "stablehlo.bitcast_convert" and _is_bits_to_float(op, sets.types):
@@ -205,8 +206,3 @@ def _classes_of(sets: _UnionFind, seeds: list[ir.Value]) -> set[ir.Value]:
     if not roots:
         return set()
     return {value for i, value in enumerate(sets.values) if sets.find(i) in roots}
-
-
-def _terminator(block: ir.Block) -> ir.Operation:
-    ops = list(block.operations)
-    return ops[-1].operation
