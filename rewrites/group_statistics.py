@@ -28,6 +28,7 @@ the last bits (a scale is a power of two rounded from it).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +68,9 @@ class _Statistic:
     input: ir.Value
     available: int  # position of the last op whose result it reads (-1: none in the block)
     needed: int  # position of the first op other than its scalar chain that uses it
-    chain: list[ir.Operation]  # the ops that use it and can wait (they follow its group)
+    chain: list[tuple[int, ir.Operation]]  # the ops before ``needed`` that use it and can
+    # wait (they follow its group), with their positions (an op's hash changes with its
+    # operands: it cannot stay a dict key while groups replace uses)
 
 
 def _combiner(reduce: ir.Operation) -> str | None:
@@ -110,6 +113,7 @@ class _Block:
         self.block = block
         self.ops = [op.operation for op in block.operations]
         self.position = {op: index for index, op in enumerate(self.ops)}
+        self._can_wait: dict[ir.Operation, bool] = {}
 
     def top_level(self, op: ir.Operation) -> ir.Operation:
         """The op of this block that is ``op`` or holds it in a region."""
@@ -117,26 +121,48 @@ class _Block:
             op = op.parent.operation
         return op
 
-    def first_use(self, value: ir.Value) -> tuple[int, list[ir.Operation]]:
+    def first_use(self, value: ir.Value) -> tuple[int, list[tuple[int, ir.Operation]]]:
         """The position of the first op that needs ``value`` now, and the ops of this block
-        that use it and can wait: the scalar ops that compute scales from it (the exponent
-        of a statistic, its ``2^-e``) and the elementwise ops that apply them (a rescaled
-        gradient's data is not needed before the update), in block order."""
+        before it that use it and can wait: the scalar ops that compute scales from it (the
+        exponent of a statistic, its ``2^-e``) and the elementwise ops that apply them (a
+        rescaled gradient's data is not needed before the update), in block order.
+
+        The waiting ops are visited in block order and the walk stops at the first op that
+        needs the value: a use follows its definition in a block, so nothing past that op
+        can come before it. (A full walk of the waiting ops visits every scale computed
+        downstream of the statistic, most of a backward pass: quadratic in the step.)"""
         chain: dict[ir.Operation, None] = {}
         first = len(self.ops)
-        pending = [value]
-        while pending:
-            for use in pending.pop().uses:
+        pending: list[int] = []  # positions of the waiting ops still to visit (a heap)
+        waiting: dict[int, ir.Operation] = {}
+
+        def visit(result: ir.Value) -> None:
+            nonlocal first
+            for use in result.uses:
                 user = self.top_level(use.owner.operation)
                 if user in chain:
                     continue
-                if user.block == self.block and (is_chain_op(user) or (
-                        user.name in _PRELUDE and len(user.results) == 1)):
+                at = self.position[user]
+                if user.block == self.block and self.can_wait(user):
                     chain[user] = None
-                    pending.extend(user.results)
+                    waiting[at] = user
+                    heapq.heappush(pending, at)
                 else:
-                    first = min(first, self.position[user])
-        return first, sorted(chain, key=self.position.__getitem__)
+                    first = min(first, at)
+
+        visit(value)
+        while pending and pending[0] < first:
+            for result in waiting[heapq.heappop(pending)].results:
+                visit(result)
+        return first, sorted((at, op) for at, op in waiting.items() if at < first)
+
+    def can_wait(self, op: ir.Operation) -> bool:
+        """Whether ``op`` (of this block) computes or applies a scale: it can follow a group."""
+        known = self._can_wait.get(op)
+        if known is None:
+            known = self._can_wait[op] = is_chain_op(op) or (
+                op.name in _PRELUDE and len(op.results) == 1)
+        return known
 
     def defined_at(self, value: ir.Value) -> int:
         owner = value.owner
@@ -192,7 +218,7 @@ def _groups(statistics: list[_Statistic]) -> list[tuple[int, list[_Statistic]]]:
     waiting ops compute (its rescaled data, say) joins a later group than that one."""
     waits_on: dict[ir.Operation, list[int]] = {}
     for number, statistic in enumerate(statistics):
-        for op in statistic.chain:
+        for _, op in statistic.chain:
             waits_on.setdefault(op, []).append(number)
     after = [{other for op in (*statistic.prelude, *statistic.leaves)
               for other in waits_on.get(op, ())} for statistic in statistics]
@@ -260,9 +286,10 @@ def _clone_prelude(member: _Statistic, before: ir.Operation) -> ir.Value:
     return mapping.get(member.input, member.input)
 
 
-def _take_together(members: list[_Statistic], before: ir.Operation) -> None:
-    """Replace ``members``' reductions by one row reduction and one scatter, before
-    ``before``; each result becomes a slice of the group's vector."""
+def _take_together(members: list[_Statistic], layout: _Block, point: int) -> None:
+    """Replace ``members``' reductions by one row reduction and one scatter, before the op
+    at ``point``; each result becomes a slice of the group's vector."""
+    before = layout.ops[point]
     first = members[0]
     element = ir.RankedTensorType(first.input.type).element_type
     emit = Emitter(ir.InsertionPoint(before), first.reduce.location)
@@ -305,8 +332,12 @@ def _take_together(members: list[_Statistic], before: ir.Operation) -> None:
         value = emit.op("stablehlo.reshape", [taken], [member.reduce.results[0].type]).result
         member.reduce.results[0].replace_all_uses_with(value)
         member.reduce.erase()
-        for op in member.chain:  # after the slice it now reads, in block order (those
-            if op.is_before_in_block(before):  # after the group are after it already)
+        # The waiting ops after the slice they now read, in block order. Groups go in
+        # block order and ops only move down to a group, so an op is before this group's
+        # point iff it was before it in the block as parsed (MLIR's is_before_in_block
+        # renumbers the block after each move: quadratic).
+        for at, op in member.chain:
+            if at < point:
                 op.move_before(before)
         for op in reversed(member.prelude):  # the originals nothing else uses
             if not any(True for result in op.results for _ in result.uses):
@@ -319,7 +350,7 @@ def group_block(block: ir.Block) -> int:
     layout = _Block(block)  # by them are available from there
     groups = _groups(layout.statistics())
     for point, members in groups:
-        _take_together(members, layout.ops[point])
+        _take_together(members, layout, point)
     return sum(len(members) for _, members in groups)
 
 
