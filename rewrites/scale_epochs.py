@@ -17,12 +17,16 @@ that measures a statistic, a loop, an argument). The chains that share a root fo
 by static slices, which fuse into their consumers as a read of one element. A vector has
 at least two elements: XLA folds the slice of a one-element vector back into its chain.
 
-Opt-in (not part of ``simplify``), because what it trades is target-dependent. Measured on
-the 2-layer GPT step (d 256, default policy): on XLA:CPU, 48.2k -> 37.9k optimized HLO
-instructions (rank-0: 35.3k -> 19.8k) for 1085 -> 1289 fusions; on an H100 target, XLA:GPU
-already gives most scalar chains a kernel of their own instead of copying them, and every
-pack is one more kernel (621 -> 842 fusions): a concatenate does not fuse into the amax
-reduction its epoch starts from.
+``simplify`` runs it for the argument epoch alone (``epochs=arguments``): the scales a step
+computes from its arguments (its inputs' exponents, Adam's bias corrections), which XLA:GPU
+otherwise computes in a rank-0 kernel per value that several tensor kernels read (f32 mode,
+1-layer GPT on an H100 target: 84 -> 57 fusions against the original's 55; XLA:CPU 182 ->
+188, its instructions 5589 -> 4552). Every epoch (``epochs=all``) is opt-in, because what it
+trades is target-dependent. Measured on the 2-layer GPT step (d 256, default policy): on
+XLA:CPU, 48.2k -> 37.9k optimized HLO instructions (rank-0: 35.3k -> 19.8k) for 1085 -> 1289
+fusions; on an H100 target, XLA:GPU already gives most scalar chains a kernel of their own
+instead of copying them, and every pack is one more kernel (621 -> 842 fusions): a
+concatenate does not fuse into the amax reduction its epoch starts from.
 """
 
 from __future__ import annotations
@@ -31,15 +35,18 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
 from scalify_hlo.rewrites.op_table import Trait, ops_with
-from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 
 # Scalars per packed vector (see loop_scales.PACK: XLA:CPU runs a concatenate of more
 # operands as a kernel per operand).
 PACK = 8
 _NO_ROOT = -1  # the chain depends on block arguments, outer values and constants only
+# Which epochs the pass packs (its ``epochs`` option).
+EPOCHS = ("all", "arguments")
 # Scalar ops XLA copies into their users: the loop hoister's pure elementwise ops, and the
 # rounding of a statistic to a power of two.
 _CHAIN_OPS = ops_with(Trait.HOISTABLE) | {"stablehlo.reduce_precision"}
+_CHAIN_NAMES = _CHAIN_OPS | {"stablehlo.constant"}
 
 
 def _is_scalar_type(t: ir.Type) -> bool:
@@ -47,12 +54,19 @@ def _is_scalar_type(t: ir.Type) -> bool:
 
 
 def is_chain_op(op: ir.Operation) -> bool:
-    """A pure scalar op on scalars: cheap to recompute, so XLA copies it into each user."""
+    """A pure scalar op on scalars: cheap to recompute, so XLA copies it into each user.
+
+    Only the result is looked at (this runs on every op of a step): the chain ops are
+    elementwise, so a scalar result has scalar operands (clamp's and select's bounds and
+    predicate are scalars or of the result's shape), except for a bitcast_convert, which
+    may drop a dimension (``tensor<2xi32>`` to ``tensor<f64>``)."""
     name = op.name
-    if name != "stablehlo.constant" and name not in _CHAIN_OPS:
+    if name not in _CHAIN_NAMES:
         return False
-    return (all(_is_scalar_type(r.type) for r in op.results)
-            and all(_is_scalar_type(v.type) for v in op.operands))
+    results = op.results
+    if len(results) != 1 or not _is_scalar_type(results[0].type):
+        return False
+    return name != "stablehlo.bitcast_convert" or _is_scalar_type(op.operands[0].type)
 
 
 class _Epochs:
@@ -188,11 +202,14 @@ def move_to_epochs(block: ir.Block) -> tuple[_Epochs, dict[int, ir.Operation]]:
     return epochs, anchors
 
 
-def materialize_block(block: ir.Block) -> int:
-    """Move the block's chain ops to their epochs and pack each epoch's boundary values;
-    returns how many values were packed."""
+def materialize_block(block: ir.Block, arguments_only: bool = False) -> int:
+    """Move the block's chain ops to their epochs and pack each epoch's boundary values
+    (with ``arguments_only``, the argument epoch's alone); returns how many values were
+    packed."""
     epochs, anchors = move_to_epochs(block)
     boundary = epochs.boundary()
+    if arguments_only:
+        boundary = {root: values for root, values in boundary.items() if root == _NO_ROOT}
     if not boundary:
         return 0
     packed = 0
@@ -210,9 +227,9 @@ def materialize_block(block: ir.Block) -> int:
     return packed
 
 
-def materialize_scales(module: ir.Module) -> int:
+def materialize_scales(module: ir.Module, arguments_only: bool = False) -> int:
     """Materialize the scale epochs of every function body; returns the values packed."""
-    return sum(materialize_block(func.regions[0].blocks[0])
+    return sum(materialize_block(func.regions[0].blocks[0], arguments_only)
                for func in ops_named(module.operation, "func.func") if func.regions[0].blocks)
 
 
@@ -221,5 +238,10 @@ def materialize_scales(module: ir.Module) -> int:
           "op it depends on last) and hand it to its users through packed vectors, which XLA "
           "reads instead of copying the chain into every fusion (part of simplify).")
 class MaterializeScales(ModulePass):
+    epochs: str = option(
+        "all", "all: every epoch; arguments: only the scales computed from the function's "
+        "arguments and constants (what simplify does)", EPOCHS)
+
     def apply(self, module: ir.Module, context: PassContext) -> None:
-        context.bump("materialize-scales.packed", materialize_scales(module))
+        context.bump("materialize-scales.packed",
+                     materialize_scales(module, self.epochs == "arguments"))

@@ -19,7 +19,8 @@ from scalify_hlo.rewrites.group_statistics import group_statistics
 from scalify_hlo.rewrites.inline import may_have_dead_symbols
 from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
-from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
+from scalify_hlo.rewrites.scale_epochs import materialize_scales
 
 
 def _trivial_result(op: ir.Operation) -> ir.Value | None:
@@ -150,8 +151,13 @@ def transpose_before_scaling(module: ir.Module, ops: list[ir.Operation] | None =
 
 @register("simplify",
           "Drop multiplications by one and no-op converts, canonicalize, CSE and remove dead "
-          "private functions, then hoist loop-invariant scale arithmetic out of while loops.")
+          "private functions, then hoist loop-invariant scale arithmetic out of while loops "
+          "and pack the scales computed from the arguments alone.")
 class Simplify(ModulePass):
+    pack_argument_scales: bool = option(
+        True, "compute the scales that depend on the function's arguments alone as one "
+        "packed vector (materialize-scales{epochs=arguments})")
+
     def apply(self, module: ir.Module, context: PassContext) -> None:
         ops = _collect(module)
         # Split before anything is erased: an erased op must not be touched again.
@@ -172,3 +178,9 @@ class Simplify(ModulePass):
             context.bump("simplify.loop-scales-hoisted", hoisted)
             if hoisted:
                 run_mlir_pipeline(module, "cse")
+        # Last: the scales a step computes from its arguments alone (its inputs' exponents,
+        # Adam's bias corrections) as one packed vector, which XLA:GPU computes in one kernel
+        # instead of a rank-0 kernel per value that several tensor kernels read.
+        if self.pack_argument_scales:
+            context.bump("simplify.argument-scales-packed",
+                         materialize_scales(module, arguments_only=True))

@@ -441,6 +441,10 @@ class Fp8Emulator:
     def op_reshape(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
         return [args[0].reshape(shape_of(op.results[0].type))]
 
+    def op_optimization_barrier(self, op: ir.Operation,
+                                args: list[np.ndarray]) -> list[np.ndarray]:
+        return list(args)  # a scheduling hint: its results are its operands
+
     def op_transpose(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
         return [np.ascontiguousarray(np.transpose(args[0], _i64_array(op, "permutation")))]
 
