@@ -22,6 +22,9 @@ from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.scale_epochs import materialize_scales
 
+# What simplify packs last (its ``pack-scales`` option, Policy.scale_packing).
+PACK_SCALES = ("arguments", "all", "none")
+
 
 def _trivial_result(op: ir.Operation) -> ir.Value | None:
     """The operand an op can be replaced by, when it is an identity."""
@@ -152,11 +155,13 @@ def transpose_before_scaling(module: ir.Module, ops: list[ir.Operation] | None =
 @register("simplify",
           "Drop multiplications by one and no-op converts, canonicalize, CSE and remove dead "
           "private functions, then hoist loop-invariant scale arithmetic out of while loops "
-          "and pack the scales computed from the arguments alone.")
+          "and pack the scales computed from the arguments alone (pack-scales).")
 class Simplify(ModulePass):
-    pack_argument_scales: bool = option(
-        True, "compute the scales that depend on the function's arguments alone as one "
-        "packed vector (materialize-scales{epochs=arguments})")
+    pack_scales: str = option(
+        "arguments", "arguments: compute the scales that depend on the function's arguments "
+        "alone as one packed vector (one kernel on XLA:GPU instead of a rank-0 kernel each); "
+        "all: every scale epoch (materialize-scales: fewer instructions, faster XLA:CPU "
+        "compiles, more kernels on a GPU); none", PACK_SCALES)
 
     def apply(self, module: ir.Module, context: PassContext) -> None:
         ops = _collect(module)
@@ -181,6 +186,6 @@ class Simplify(ModulePass):
         # Last: the scales a step computes from its arguments alone (its inputs' exponents,
         # Adam's bias corrections) as one packed vector, which XLA:GPU computes in one kernel
         # instead of a rank-0 kernel per value that several tensor kernels read.
-        if self.pack_argument_scales:
-            context.bump("simplify.argument-scales-packed",
-                         materialize_scales(module, arguments_only=True))
+        if self.pack_scales != "none":
+            context.bump("simplify.scales-packed", materialize_scales(
+                module, arguments_only=self.pack_scales == "arguments"))

@@ -74,7 +74,24 @@ def test_tpu_target_follows_the_device_kind(kind: str, name: str) -> None:
 def test_default_target_is_the_backends_and_keeps_the_default_policy_on_cpu() -> None:
     assert jax.default_backend() == "cpu"
     assert table.default_target().name == "cpu"
-    assert Policy.for_target() == Policy()
+    assert Policy.for_target() == Policy(scale_packing="all")  # only how scales are packed
+    assert Policy.for_target().pipeline().endswith(",simplify{pack-scales=all}")
+    assert Policy.for_target("h100").scale_packing == Policy().scale_packing == "arguments"
+    with pytest.raises(ScalifyError, match="unknown scale_packing 'some'"):
+        Policy(scale_packing="some")
+
+
+def test_cpu_target_packs_every_scale_epoch_and_computes_the_same_step() -> None:
+    """On XLA:CPU every epoch is packed (faster compiles): the step is bit for bit the
+    default policy's, and its module has a pack per epoch, not only the arguments'."""
+    fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
+    on_cpu = compile_scaled(fn, *args)
+    default = compile_scaled(fn, *args, policy=Policy())
+    assert on_cpu.text.count("optimization_barrier") > default.text.count(
+        "optimization_barrier") >= 1
+    got, want = jax.tree.leaves(on_cpu(*args)), jax.tree.leaves(default(*args))  # data, scales
+    assert len(got) == len(want) > 2
+    assert all(jnp.array_equal(a, b) for a, b in zip(got, want, strict=True))
 
 
 def test_compile_scaled_with_a_target_rewrites_for_its_data_type() -> None:

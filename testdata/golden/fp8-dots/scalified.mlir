@@ -1,7 +1,7 @@
 // RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16},fp8-dots{scaling=none}' \
 // RUN:   | filecheck %s
 // RUN: scalify-hlo rewrite %s --split-input-file \
-// RUN:   --pipeline 'scalify{data-dtype=f16},fp8-dots{scaling=none},simplify{pack-argument-scales=false}' | filecheck %s --check-prefix SIMP
+// RUN:   --pipeline 'scalify{data-dtype=f16},fp8-dots{scaling=none},simplify{pack-scales=none}' | filecheck %s --check-prefix SIMP
 
 // fp8-dots after scalify, as in the default pipeline: the f32 module becomes
 // (f16 data, f32 scale) pairs and fp8-dots casts the f16 data operands of each

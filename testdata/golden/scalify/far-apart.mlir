@@ -1,6 +1,6 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16},simplify{pack-argument-scales=false}' \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16},simplify{pack-scales=none}' \
 // RUN:   | filecheck %s
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32},simplify{pack-argument-scales=false}' \
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32},simplify{pack-scales=none}' \
 // RUN:   | filecheck %s --check-prefix F32
 
 // select, max, min, clamp and compare with operands whose scales may be far apart

@@ -1,6 +1,6 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16 square-encoding=none},simplify{pack-argument-scales=false}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16 square-encoding=none},simplify{pack-scales=none}' | filecheck %s
 // RUN: scalify-hlo rewrite %s --split-input-file \
-// RUN:   --pipeline 'scalify{data-dtype=f16 square-dtype=f16},simplify{pack-argument-scales=false}' | filecheck %s --check-prefix F16
+// RUN:   --pipeline 'scalify{data-dtype=f16 square-dtype=f16},simplify{pack-scales=none}' | filecheck %s --check-prefix F16
 
 // Squares keep f32 data when the data dtype is f16 (square-dtype=auto): f16 cannot hold the
 // square of a tensor whose entries span more than 12 binades. (square-encoding=none: squares

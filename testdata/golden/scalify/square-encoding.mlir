@@ -1,10 +1,10 @@
-// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16},simplify{pack-argument-scales=false}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f16},simplify{pack-scales=none}' | filecheck %s
 // RUN: scalify-hlo rewrite %s --split-input-file \
-// RUN:   --pipeline 'scalify{data-dtype=f16 square-dtype=f32},simplify{pack-argument-scales=false}' | filecheck %s --check-prefix WIDE
+// RUN:   --pipeline 'scalify{data-dtype=f16 square-dtype=f32},simplify{pack-scales=none}' | filecheck %s --check-prefix WIDE
 // RUN: scalify-hlo rewrite %s --split-input-file \
-// RUN:   --pipeline 'scalify{data-dtype=f32 square-encoding=sqrt},simplify{pack-argument-scales=false}' | filecheck %s --check-prefix F32
+// RUN:   --pipeline 'scalify{data-dtype=f32 square-encoding=sqrt},simplify{pack-scales=none}' | filecheck %s --check-prefix F32
 // RUN: scalify-hlo rewrite %s --split-input-file \
-// RUN:   --pipeline 'scalify{data-dtype=f16 square-rounding=stochastic},simplify{pack-argument-scales=false}' | filecheck %s --check-prefix SR
+// RUN:   --pipeline 'scalify{data-dtype=f16 square-rounding=stochastic},simplify{pack-scales=none}' | filecheck %s --check-prefix SR
 
 // Adam's second moment crosses the step boundary as its signed square root in f16 (default
 // square-encoding=auto with f16 data): the argument's data is marked scalify.encoding = "sqrt"
