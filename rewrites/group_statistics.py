@@ -131,20 +131,18 @@ class _Block:
         needs the value: a use follows its definition in a block, so nothing past that op
         can come before it. (A full walk of the waiting ops visits every scale computed
         downstream of the statistic, most of a backward pass: quadratic in the step.)"""
-        chain: dict[ir.Operation, None] = {}
         first = len(self.ops)
         pending: list[int] = []  # positions of the waiting ops still to visit (a heap)
-        waiting: dict[int, ir.Operation] = {}
+        waiting: dict[int, ir.Operation] = {}  # position -> waiting op, each found once
 
         def visit(result: ir.Value) -> None:
             nonlocal first
             for use in result.uses:
                 user = self.top_level(use.owner.operation)
-                if user in chain:
-                    continue
                 at = self.position[user]
+                if at in waiting:
+                    continue
                 if user.block == self.block and self.can_wait(user):
-                    chain[user] = None
                     waiting[at] = user
                     heapq.heappush(pending, at)
                 else:

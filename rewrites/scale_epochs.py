@@ -116,13 +116,16 @@ class _Epochs:
                 return self.ops[position]
         return self.ops[-1]
 
-    def boundary(self) -> dict[int, list[ir.Value]]:
+    def boundary(self, arguments_only: bool = False) -> dict[int, list[ir.Value]]:
         """Per root, the epoch's values that a non-chain op uses (chains of more than one op
-        only: a lone exponent read is as cheap to copy as its slice). A later epoch's chain
-        that uses one keeps the scalar: reading it from the vector there too cut XLA:CPU's
-        rank-0 instructions by a fifth more but added a tenth more kernels."""
+        only: a lone exponent read is as cheap to copy as its slice); with
+        ``arguments_only``, the argument epoch's alone. A later epoch's chain that uses one
+        keeps the scalar: reading it from the vector there too cut XLA:CPU's rank-0
+        instructions by a fifth more but added a tenth more kernels."""
         epochs: dict[int, list[ir.Value]] = {}
         for result, root in self.root.items():
+            if arguments_only and root != _NO_ROOT:
+                continue
             if self.cost[result] < 2 or not _packable(result):
                 continue
             if any(self.user_root(use.owner.operation) is None for use in result.uses):
@@ -207,9 +210,7 @@ def materialize_block(block: ir.Block, arguments_only: bool = False) -> int:
     (with ``arguments_only``, the argument epoch's alone); returns how many values were
     packed."""
     epochs, anchors = move_to_epochs(block)
-    boundary = epochs.boundary()
-    if arguments_only:
-        boundary = {root: values for root, values in boundary.items() if root == _NO_ROOT}
+    boundary = epochs.boundary(arguments_only)
     if not boundary:
         return 0
     packed = 0

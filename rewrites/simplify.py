@@ -20,10 +20,11 @@ from scalify_hlo.rewrites.inline import may_have_dead_symbols
 from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
-from scalify_hlo.rewrites.scale_epochs import materialize_scales
+from scalify_hlo.rewrites.scale_epochs import EPOCHS, materialize_scales
 
-# What simplify packs last (its ``pack-scales`` option, Policy.scale_packing).
-PACK_SCALES = ("arguments", "all", "none")
+# What simplify packs last (its ``pack-scales`` option, Policy.scale_packing): the epochs
+# materialize-scales takes, or none.
+PACK_SCALES = (*EPOCHS, "none")
 
 
 def _trivial_result(op: ir.Operation) -> ir.Value | None:
