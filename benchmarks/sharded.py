@@ -7,14 +7,22 @@ the backward pass. This script counts what the compiled programs do, per setup o
 ``testdata/sharded_setups.py`` (data parallel, FSDP, a 4x2 Megatron-style mesh, a
 ``shard_map`` step with ``psum`` of gradients, a ``with_sharding_constraint``) and policy:
 
-* collectives by kind in XLA's optimized HLO (``all-reduce``, ``all-gather``,
-  ``reduce-scatter``, ``collective-permute``, ``all-to-all``; an async ``-start`` counts once),
-  and apart the *small* ones (at most 16 elements: scalars and packed exponent vectors);
+* collectives by kind (``all-reduce``, ``all-gather``, ``reduce-scatter``,
+  ``collective-permute``, ``all-to-all``; an async ``-start`` counts once) in XLA's optimized
+  HLO of the program a training loop runs (arguments from ``scale_args``, as the step's
+  outputs come back), and apart the *small* ones (at most 16 elements: scalars and packed
+  exponent vectors);
 * bytes moved: the sum of the result sizes of those collectives (per device);
+* serial: the most collectives on one data path of the entry computation (each waits for
+  the one before: XLA can combine independent collectives, never these), what a step pays in
+  latency even where the count could be combined;
 * output leaves whose sharding differs from jax.jit's (0 expected);
 * step time ratio to the original on the simulated devices (medians of interleaved calls;
   one host's cores shared by 8 simulated devices, so only a rough guide), and compile time
-  (export + rewrite + XLA compile of the scaled program; jax.jit's compile for the original).
+  (export + rewrite + XLA compile of the scaled program; jax.jit's compile for the original);
+* with the ``gpu-aot`` extra (``scalify_hlo.gpu_aot``), the same programs compiled for 8
+  H100s on one host without a GPU: their collectives, serial collectives, fusions, FP8
+  GEMMs and XLA:GPU compile time (``--no-h100`` skips it).
 
     python benchmarks/sharded.py                  # 2-layer GPT (AdamW) setups, all policies
     python benchmarks/sharded.py --model mlp      # the tests' small MLP: a quick check
@@ -54,8 +62,9 @@ from common import (  # noqa: E402
 sys.path.insert(0, str(ROOT / "testdata"))
 import sharded_setups  # noqa: E402
 
-from scalify_hlo import Policy, ScaledArray, compile_scaled  # noqa: E402
+from scalify_hlo import Policy, ScaledArray, compile_scaled, gpu_aot  # noqa: E402
 from scalify_hlo.scaled_array import is_scaled_leaf  # noqa: E402
+from scalify_hlo.targets.collectives import serial_collectives  # noqa: E402
 
 POLICIES = {"f32": Policy(data_dtype="float32", fp8_dots=False),
             "f16": Policy(data_dtype="float16", fp8_dots=False), "default": Policy()}
@@ -93,7 +102,8 @@ def collectives(hlo: str) -> dict[str, Any]:
             small[kind] += 1
         moved += sum(n * w for n, w in sizes)
     return {"by_kind": dict(kinds), "small": dict(small), "total": sum(kinds.values()),
-            "small_total": sum(small.values()), "bytes": moved}
+            "small_total": sum(small.values()), "bytes": moved,
+            "serial": serial_collectives(hlo)}
 
 
 def _mismatched(outputs: Any, reference: Any) -> int:
@@ -102,26 +112,45 @@ def _mismatched(outputs: Any, reference: Any) -> int:
                                             jax.tree.leaves(reference), strict=True))
 
 
-def measure(setup: str, model: str, policies: list[str], rounds: int) -> list[dict[str, Any]]:
+def h100_counts(lowered_text: str) -> dict[str, Any]:
+    """Collectives, fusions, FP8 GEMMs and compile time of a lowered sharded program compiled
+    for 8 H100s (deviceless)."""
+    compiled = gpu_aot.compile_h100(lowered_text)
+    return {**collectives(compiled.hlo_text), "fusions": compiled.fusions,
+            "cublas_f8": compiled.cublas_f8, "compile_s": compiled.compile_s}
+
+
+def measure(setup: str, model: str, policies: list[str], rounds: int,
+            h100: bool = False) -> list[dict[str, Any]]:
     step, args = sharded_setups.setup(setup, model)
     start = time.perf_counter()
-    compiled = jax.jit(step).lower(*args).compile()
+    lowered = jax.jit(step).lower(*args)
+    compiled = lowered.compile()
     rows = [{"setup": setup, "mode": "original", "compile_s": time.perf_counter() - start,
              **collectives(compiled.as_text()), "mismatched": 0, "step_ratio": 1.0}]
+    if h100:
+        rows[0]["h100"] = h100_counts(lowered.as_text())
     reference = compiled(*args)
     calls = {"original": lambda: jax.block_until_ready(compiled(*args))}
     for policy in policies:
         start = time.perf_counter()
         scaled = compile_scaled(step, *args, policy=POLICIES[policy])
-        program = scaled.lower(*args).compile()
+        # The program of a training loop: arguments as scale_args gives them, which is how
+        # the step's own outputs come back (plain arrays would add their split to the data
+        # and scale pairs: a max over every sharded argument).
+        inputs = scaled.scale_args(*args)
+        lowered = scaled.lower(*inputs)
+        program = lowered.compile()
         elapsed = time.perf_counter() - start
-        outputs = scaled(*args)
-        calls[policy] = (lambda s=scaled: jax.block_until_ready(s(*args)))
+        outputs = scaled(*inputs)
+        calls[policy] = (lambda s=scaled, x=inputs: jax.block_until_ready(s(*x)))
         rows.append({"setup": setup, "mode": policy, "compile_s": elapsed,
                      **collectives(program.as_text()),
                      "mismatched": _mismatched(outputs, reference),
                      "fallbacks": len(scaled.report().warnings),
                      "agreed_scales": scaled.report().stats.get("scalify.agreed-scales", 0)})
+        if h100:
+            rows[-1]["h100"] = h100_counts(lowered.as_text())
     times = interleaved(calls, rounds)
     for row in rows:
         row["step_ratio"] = paired_ratio(times[row["mode"]], times["original"])
@@ -135,24 +164,42 @@ def _kinds(row: dict[str, Any]) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
-    headers = ["setup", "mode", "collectives", "small", "by kind", "KiB moved",
+    headers = ["setup", "mode", "collectives", "small", "serial", "by kind", "KiB moved",
                "outputs off", "step x", "compile s"]
-    body = [[r["setup"], r["mode"], r["total"], r["small_total"], _kinds(r),
+    body = [[r["setup"], r["mode"], r["total"], r["small_total"], r["serial"], _kinds(r),
              f"{r['bytes'] / 1024:.1f}", f"{r['mismatched']}/{r['leaves']}",
              f"{r['step_ratio']:.2f}", f"{r['compile_s']:.1f}"] for r in rows]
     return headers, body
 
 
+def h100_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    headers = ["setup", "mode", "collectives", "small", "serial", "by kind", "fusions",
+               "FP8 GEMMs", "XLA:GPU compile s"]
+    body = [[r["setup"], r["mode"], r["h100"]["total"], r["h100"]["small_total"],
+             r["h100"]["serial"], _kinds(r["h100"]), r["h100"]["fusions"],
+             r["h100"]["cublas_f8"], f"{r['h100']['compile_s']:.1f}"]
+            for r in rows if "h100" in r]
+    return headers, body
+
+
 def doc_section(result: dict[str, Any]) -> str:
     headers, body = table(result["rows"])
+    h100_headers, h100_body = h100_table(result["rows"])
+    h100 = ("\n8 H100s on one host (`scalify_hlo.gpu_aot`, compiled without a GPU, Triton GEMM "
+            "off so that FP8 dots show as cuBLASLt calls): the same lowered programs.\n\n"
+            + markdown_table(h100_headers, h100_body) + "\n") if h100_body else ""
     return (
         "`python benchmarks/sharded.py` (model: " + result["model"] + ", 8 simulated CPU "
-        "devices, Shardy). Collectives in XLA's optimized HLO of one step; *small*: at most "
-        f"{SMALL} elements (scalar or packed exponent all-reduces, latency only); KiB moved: "
+        "devices, Shardy). Collectives in XLA's optimized HLO of one step, the program a "
+        "training loop runs (arguments from `scale_args`, as the step's outputs come back); "
+        "*small*: at most "
+        f"{SMALL} elements (scalar or packed exponent all-reduces, latency only); *serial*: "
+        "the most collectives on one data path (each waits for the one before, so XLA cannot "
+        "combine them); KiB moved: "
         "result sizes of the collectives per device; *outputs off*: output leaves whose "
         "sharding differs from jax.jit's; step time against the original on the simulated "
         "devices (rough: 8 devices share the host's cores).\n\n"
-        + markdown_table(headers, body) + "\n")
+        + markdown_table(headers, body) + "\n" + h100)
 
 
 def main() -> None:
@@ -164,13 +211,20 @@ def main() -> None:
                         default=list(POLICIES))
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--no-doc", action="store_true")
+    parser.add_argument("--no-h100", action="store_true",
+                        help="skip the 8-H100 compile (done when the gpu-aot extra is installed)")
     args = parser.parse_args()
+    h100 = not args.no_h100 and gpu_aot.available()
     rows: list[dict[str, Any]] = []
     for setup in args.setups:
-        rows += measure(setup, args.model, args.policies, args.rounds)
+        rows += measure(setup, args.model, args.policies, args.rounds, h100)
         print(format_table(*table(rows[-1 - len(args.policies):])), flush=True)
+        if h100:
+            print(format_table(*h100_table(rows[-1 - len(args.policies):])), flush=True)
     result = {"environment": environment(), "model": args.model, "rows": rows}
     print(format_table(*table(rows)))
+    if h100:
+        print(format_table(*h100_table(rows)))
     publish(RESULTS / "sharded.json", result, "Sharded steps", doc_section,
             doc=not args.no_doc)
 

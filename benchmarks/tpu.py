@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +84,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="skip the dots and the single-chip steps (the sharded step only)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 1 layer of d 64, v6e only, no doc")
-    parser.add_argument("--out", type=Path, default=RESULTS / "tpu.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON to write (docs/results/tpu.json; a --quick run's goes to "
+                        "the temporary directory, never over the published results)")
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    parser.add_argument("--heading", default=HEADING,
+                        help="the docs/benchmarks.md section to write (%(default)s): a run of "
+                        "some chips or another shape goes beside the full table, not over it")
     args = parser.parse_args(argv)
     if args.quick:
         args.layers, args.d_model, args.heads, args.context = 1, 64, 2, 32
         args.chips, args.sharded_layers, args.no_doc = ["v6e"], 1, True
+    if args.out is None:
+        args.out = (Path(tempfile.gettempdir()) / "tpu_quick.json" if args.quick
+                    else RESULTS / "tpu.json")
     return args
 
 
@@ -273,7 +282,7 @@ def main(argv: list[str] | None = None) -> None:
                        [[r["chip"], r["variant"], f"{r.get('cycles_ratio', 1):.2f}",
                          f"{r.get('fusions_ratio', 1):.2f}", f"{r.get('compile_ratio', 1):.2f}"]
                         for r in result["single_chip"] + result.get("sharded", [])]))
-    publish(args.out, result, HEADING, doc_section, doc=not args.no_doc)
+    publish(args.out, result, args.heading, doc_section, doc=not args.no_doc)
 
 
 if __name__ == "__main__":

@@ -81,18 +81,20 @@ def _installed(module: str) -> bool:
 
 
 @functools.cache
-def h100_topology() -> Any:
-    """The H100 SXM target as a JAX topology (one device, no GPU needed); cached."""
+def h100_topology(devices: int = 1) -> Any:
+    """The H100 SXM target as a JAX topology of ``devices`` GPUs on one host (no GPU
+    needed); cached."""
     if not available():
         raise ScalifyError(_MISSING)
     from jax.experimental import topologies
 
+    shape = f"1x1x{devices}"
     # Without a CUDA runtime the plugin refuses to load unless told to skip its version
     # check (or JAX_PLATFORMS excludes cuda); a compile-only topology needs no runtime.
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
     try:
         try:
-            return topologies.get_topology_desc(platform="cuda", topology="1x1x1",
+            return topologies.get_topology_desc(platform="cuda", topology=shape,
                                                 target_config=H100_TARGET.read_text())
         except NotImplementedError:
             # JAX looked for plugins before the variable was set, and the CUDA one refused
@@ -100,27 +102,49 @@ def h100_topology() -> Any:
             from jax_plugins import xla_cuda12
 
             xla_cuda12.initialize()
-            return topologies.get_topology_desc(platform="cuda", topology="1x1x1",
+            return topologies.get_topology_desc(platform="cuda", topology=shape,
                                                 target_config=H100_TARGET.read_text())
     except Exception as exc:  # the plugin raises plain runtime errors
         raise ScalifyError(f"cannot load the H100 target: {' '.join(str(exc).split())}; "
                            f"{_MISSING}") from None
 
 
+def _partitions(module: Any) -> int:
+    """The module's ``mhlo.num_partitions`` (1 when it has none): how many GPUs a sharded
+    step is compiled for."""
+    from jax.extend.mlir import ir
+
+    attributes = module.operation.attributes
+    if "mhlo.num_partitions" not in attributes:
+        return 1
+    return max(1, ir.IntegerAttr(attributes["mhlo.num_partitions"]).value)
+
+
 def compile_h100(module: str | bytes, triton_gemm: bool = False) -> GpuCompile:
-    """Compile a StableHLO module (text or bytecode) for an H100 and count what it became."""
+    """Compile a StableHLO module (text or bytecode) for an H100 and count what it became.
+    A partitioned module (``mhlo.num_partitions`` N > 1, what ``jax.jit`` of a sharded step
+    lowers to) is compiled for N H100s on one host, as JAX's SPMD partitioner would split
+    it: its collectives are in the optimized HLO."""
+    import numpy as np
+    from jax._src import compiler
     from jax._src.lib import xla_client
     from jax.extend.mlir import ir
     from jax.interpreters import mlir as jax_mlir
 
-    topology = h100_topology()
-    options = xla_client.CompileOptions()
-    options.env_option_overrides = [("xla_gpu_enable_triton_gemm", triton_gemm)]
     with jax_mlir.make_ir_context():
         try:
             parsed = ir.Module.parse(module)
         except ir.MLIRError as exc:
             raise ScalifyError(f"cannot parse the module: {' '.join(str(exc).split())}") from None
+        partitions = _partitions(parsed)
+        topology = h100_topology(partitions)
+        if partitions == 1:
+            options = xla_client.CompileOptions()
+        else:
+            options = compiler.get_compile_options(
+                num_replicas=1, num_partitions=partitions,
+                device_assignment=np.array(topology.devices).reshape(1, partitions))
+        options.env_option_overrides = [("xla_gpu_enable_triton_gemm", triton_gemm)]
         start = time.perf_counter()
         try:
             executable = topology.devices[0].client.compile(

@@ -62,22 +62,28 @@ def _megatron_spec(path: str, x: Any) -> P:
     return P()
 
 
+_GPT_OPTIMIZER = optax.adamw(1e-3)
+
+
+def _gpt_loss(params: PyTree, tokens: jax.Array, targets: jax.Array) -> jax.Array:
+    return models._transformer_loss(params, tokens, targets, 2)
+
+
 def model(kind: str, batch: int) -> Setup:
     """``mlp`` (SGD, small: for tests) or ``gpt`` (2 layers, AdamW: the issue's benchmark)."""
     if kind == "mlp":
         return models.mlp_step(batch=batch, sizes=(16, 32, 16))
     step, (params, _, tokens, targets) = models.gpt_step(n_layers=2, d_model=32, n_heads=2,
                                                         context=16, vocab=64, batch=batch)
-    optimizer = optax.adamw(1e-3)
 
     def adamw_step(params: PyTree, opt_state: PyTree, tokens: jax.Array,
                    targets: jax.Array) -> tuple[PyTree, PyTree, jax.Array]:
-        loss, grads = jax.value_and_grad(models._transformer_loss)(params, tokens, targets, 2)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
+        loss, grads = jax.value_and_grad(_gpt_loss)(params, tokens, targets)
+        updates, opt_state = _GPT_OPTIMIZER.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
     del step
-    return adamw_step, (params, optimizer.init(params), tokens, targets)
+    return adamw_step, (params, _GPT_OPTIMIZER.init(params), tokens, targets)
 
 
 def setup(name: str, kind: str = "mlp", batch: int = 16) -> Setup:
@@ -94,7 +100,7 @@ def setup(name: str, kind: str = "mlp", batch: int = 16) -> Setup:
         mesh = _mesh((4, 2), ("data", "model"))
         placed = _place((params, *rest), mesh, _megatron_spec)
     elif name == "shard_map":
-        return shard_map_step(step, args)
+        return shard_map_step(step, args) if kind == "mlp" else gpt_shard_map_step(args)
     elif name == "constraint":
         return constraint_step()
     else:
@@ -131,6 +137,31 @@ def shard_map_step(step: Callable[..., Any], args: tuple[Any, ...]) -> Setup:
     replicated, batch = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
     return sharded, (jax.device_put(params, replicated), jax.device_put(x, batch),
                      jax.device_put(y, batch))
+
+
+def gpt_shard_map_step(args: tuple[Any, ...]) -> Setup:
+    """The GPT's AdamW step as data parallel written by hand: each device takes the
+    gradient of its batch shard, a ``psum`` averages them, every device applies the same
+    update to its replica of the parameters and Adam state."""
+    mesh = _mesh((8,), ("data",))
+
+    def local(params: PyTree, opt_state: PyTree, tokens: jax.Array,
+              targets: jax.Array) -> tuple[PyTree, PyTree, jax.Array]:
+        loss, grads = jax.value_and_grad(_gpt_loss)(params, tokens, targets)
+        grads = jax.tree.map(lambda g: jax.lax.psum(g, "data") / 8, grads)
+        updates, opt_state = _GPT_OPTIMIZER.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, jax.lax.pmean(loss, "data")
+
+    def sharded(params: PyTree, opt_state: PyTree, tokens: jax.Array,
+                targets: jax.Array) -> tuple[PyTree, PyTree, jax.Array]:
+        return shard_map(local, mesh=mesh, in_specs=(P(), P(), P("data"), P("data")),
+                         out_specs=(P(), P(), P()), check_vma=False)(
+                             params, opt_state, tokens, targets)
+
+    params, opt_state, tokens, targets = args
+    replicated, batch = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
+    return sharded, (jax.device_put(params, replicated), jax.device_put(opt_state, replicated),
+                     jax.device_put(tokens, batch), jax.device_put(targets, batch))
 
 
 def constraint_step() -> Setup:

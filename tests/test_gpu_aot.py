@@ -43,6 +43,28 @@ def test_bad_module_is_a_one_line_error() -> None:
     assert "\n" not in str(info.value)
 
 
+# A sum over a tensor sharded 8 ways (what jax.jit of a sharded step lowers to).
+_SHARDED_SUM = """
+module @sharded attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func public @main(%arg0: tensor<64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>})
+      -> (tensor<f32> {sdy.sharding = #sdy.sharding<@mesh, []>}) {
+    %zero = stablehlo.constant dense<0.0> : tensor<f32>
+    %sum = stablehlo.reduce(%arg0 init: %zero) applies stablehlo.add across dimensions = [0]
+        : (tensor<64xf32>, tensor<f32>) -> tensor<f32>
+    return %sum : tensor<f32>
+  }
+}
+"""
+
+
+@needs_extra
+def test_a_partitioned_module_compiles_for_as_many_h100s() -> None:
+    compiled = gpu_aot.compile_h100(_SHARDED_SUM)
+    assert "all-reduce" in compiled.hlo_text
+    assert "f32[8]" in compiled.hlo_text  # each GPU sums its shard of 8
+
+
 def test_missing_extra_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gpu_aot, "available", lambda: False)
     gpu_aot.h100_topology.cache_clear()

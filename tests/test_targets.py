@@ -10,6 +10,7 @@ import pytest
 from scalify_hlo import Policy, compile_scaled
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.targets import table
+from scalify_hlo.targets.collectives import serial_collectives
 from scalify_hlo.targets.tpu import count_collectives, estimated_cycles, libtpu_available
 from testdata import models
 from tests.helpers import run_cli
@@ -162,6 +163,29 @@ def test_estimated_cycles_weight_loop_bodies_by_their_trip_count() -> None:
 
 def test_collectives_count_async_pairs_once_and_scalars_apart() -> None:
     assert count_collectives(HLO) == {"all-reduce": 2, "all-reduce (scalar)": 1}
+
+
+# Two all-reduces that do not wait for each other, then one that waits for both (through a
+# fusion), and an async pair that waits for that one: a chain of three.
+CHAINED = """HloModule m
+
+ENTRY %main (a: f32[8]) -> f32[] {
+  %a = f32[8] parameter(0)
+  %r1 = f32[] all-reduce(%a), to_apply=%add
+  %r2 = f32[] all-reduce(%a), to_apply=%add
+  %f = f32[] fusion(%r1, %r2), kind=kLoop, calls=%fused
+  %r3 = (f32[], f32[]) all-reduce(%f, %r1), to_apply=%add
+  %g = f32[] get-tuple-element(%r3), index=0
+  %s = f32[] all-reduce-start(%g), to_apply=%add
+  ROOT %d = f32[] all-reduce-done(%s)
+}
+"""
+
+
+def test_serial_collectives_is_the_longest_chain_of_collectives() -> None:
+    assert serial_collectives(CHAINED) == 3
+    assert serial_collectives(HLO) == 1  # the loop's body is not followed
+    assert serial_collectives("HloModule m") == 0
 
 
 @needs_libtpu
