@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -269,8 +270,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("needs libtpu: pip install -e '.[tpu-aot]'")
     models = load_models()
     result: dict[str, Any] = {"environment": environment(), "load_before": load_average(),
-                              "command": " ".join(["python benchmarks/tpu.py",
-                                                   *(argv if argv is not None else sys.argv[1:])]),
+                              "command": shlex.join(["python", "benchmarks/tpu.py",
+                                                     *(argv if argv is not None
+                                                       else sys.argv[1:])]),
                               "label": gpt_label(gpt_config(args))}
     result["dots"] = [] if args.no_single else dot_rates(args.chips)
     result["single_chip"] = [] if args.no_single else single_chip(args, models)
