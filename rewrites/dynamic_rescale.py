@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import ml_dtypes
 import numpy as np
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Emitter, scalar_type
+from scalify_hlo.rewrites.emitter import Emitter, numpy_dtype, scalar_type
 from scalify_hlo.rewrites.scalify_state import Scaled
 from scalify_hlo.scale import MIN_EXPONENT, Scale
 
@@ -25,10 +26,13 @@ class Rescaler:
     emit: Emitter
     parent: Scope | None
 
-    def rescale(self, value: Scaled, how: str) -> Scaled:
+    def rescale(self, value: Scaled, how: str, delayable: bool = False) -> Scaled:
         """Move ``pow2(amax or rms of data)`` from data to scale (1 for zero/non-finite).
 
-        ``how`` is ``method:rounding`` as the rescale pass writes it.
+        ``how`` is ``method:rounding`` as the rescale pass writes it. ``delayable``: a
+        rescale point (the rescale pass's, or where a wide value narrows to the data type),
+        which under ``delayed-statistics`` at the top level of the entry function applies
+        the previous call's exponent (``delayed_statistics.py``).
         """
         method, _, rounding = how.partition(":")
         emit = self.emit
@@ -67,13 +71,40 @@ class Rescaler:
         inverse = emit.unary("stablehlo.bitcast_convert", emit.op("stablehlo.select", [
             usable, emit.binary("stablehlo.subtract", emit.int_scalar(254 << 23), bits, i32),
             emit.int_scalar(127 << 23)], [i32]).result, self.state.types.scalar_f32)
-        data = emit.convert(emit.times_factor(wide, inverse), value.data_element())
+        delayed = self.state.delayed if delayable and self.parent is None else None
+        if delayed is None:
+            data = emit.convert(emit.times_factor(wide, inverse), value.data_element())
         # The scale moves by the same exponent, or, for all-zero data (which no factor
         # changes), to where an all-zero argument's is.
         moved = emit.op("stablehlo.select", [usable, measured,
                                              self._zero_shift(value, statistic)], [i32]).result
+        if delayed is not None:
+            applied = delayed.exponent(emit, moved)
+            if applied is moved:  # a first call's program measures and applies
+                data = emit.convert(emit.times_factor(wide, inverse), value.data_element())
+            else:  # the previous call's
+                moved = applied
+                data = self._shifted_saturating(wide, moved, value.data_element())
         self.state.context.bump("scalify.rescaled")
         return Scaled(data, value.scale.times(Scale.dynamic(moved)))
+
+    def _shifted_saturating(self, wide: ir.Value, exponent: ir.Value,
+                            element: ir.Type) -> ir.Value:
+        """``wide * 2^-exponent`` in ``element``, a finite product beyond the element type's
+        largest value clamped to it: a delayed exponent may be a binade or two stale."""
+        emit, i32 = self.emit, self.state.types.scalar_i32
+        exponent = emit.clamp_exponent(exponent, -126, 126)
+        product = emit.times_factor(wide, emit.pow2_of_exponent(
+            emit.unary("stablehlo.negate", exponent, i32)))
+        if element != self.state.types.f32:
+            largest = float(ml_dtypes.finfo(numpy_dtype(element)).max)
+            t = product.type
+            clamped = emit.op("stablehlo.clamp", [emit.scalar_f32(-largest), product,
+                                                  emit.scalar_f32(largest)], [t]).result
+            finite = emit.unary("stablehlo.is_finite", product, self.state.types.with_element_type(
+                t, ir.IntegerType.get_signless(1)))  # an inf stays inf
+            product = emit.op("stablehlo.select", [finite, clamped, product], [t]).result
+        return emit.convert(product, element)
 
     def at_unit_rms(self, value: Scaled, storage: ir.Type, max_exponent: int,
                     at_top: bool = False) -> Scaled:
@@ -137,7 +168,7 @@ class Rescaler:
         for result in op.results:
             found = self.lookup(result)
             if isinstance(found, Scaled) and not found.any_scale:
-                self.set(result, self.rescale(found, method))
+                self.set(result, self.rescale(found, method, delayable=True))
                 rescaled = True
         if rescaled:
             self.state.context.record(op.name, op.location, "rescale", method)

@@ -35,8 +35,11 @@ from scalify_hlo.dtypes import (
 from scalify_hlo.errors import PipelineError
 from scalify_hlo.module_io import short_location
 from scalify_hlo.name_stack import has_name_stack, is_backward
+from scalify_hlo.rewrites.delayed_statistics import MODES as DELAYED_MODES
+from scalify_hlo.rewrites.delayed_statistics import DelayedExponents
 from scalify_hlo.rewrites.emitter import (
     Emitter,
+    Types,
     attributes_of,
     defining_op,
     element_type,
@@ -47,6 +50,7 @@ from scalify_hlo.rewrites.emitter import (
 )
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
+from scalify_hlo.symbols import entry_function
 
 # How an operand reaches its FP8 format (the pass's ``scaling`` option, Policy.fp8_scaling).
 SCALINGS = ("auto", "amax", "none")
@@ -134,6 +138,7 @@ class Fp8Options:
     exclude: re.Pattern | None
     use_locations: bool
     scaling: str = "auto"
+    delayed_statistics: str = "none"
 
 
 def _ineligible(op: ir.Operation, options: Fp8Options) -> str | None:
@@ -203,15 +208,20 @@ def measures_amax(scaling: str, fmt: str, data_dtype: str) -> bool:
 
 
 def _cast_operand(emit: Emitter, value: ir.Value, fmt: str, layout: OperandLayout,
-                  scaling: str = "none") -> tuple[ir.Value, ir.Value | None]:
+                  scaling: str = "none", delayed: DelayedExponents | None = None
+                  ) -> tuple[ir.Value, ir.Value | None]:
     """The FP8 operand, and (when it ``measures_amax``) the i32 exponent its data was
-    multiplied by."""
+    multiplied by: with ``delayed``, the one the previous call measured (in ``use`` mode)."""
     limit = FP8_MAX[fmt]
     shift = None
     if measures_amax(scaling, fmt, str(element_type(value))):
         f32 = ir.F32Type.get()
         wide = emit.convert(value, f32)
         shift = _amax_shift(emit, wide, fmt)
+        if delayed is not None:
+            given = delayed.exponent(emit, shift)
+            if given is not shift:  # any vector a caller passes: keep the factors normal
+                shift = emit.clamp_exponent(given, -_MAX_SHIFT, _MAX_SHIFT)
         value = emit.binary("stablehlo.multiply", wide, emit.broadcast_scalar(
             emit.pow2_of_exponent(shift), wide.type), wide.type)
     scalar = ir.RankedTensorType.get([], element_type(value))
@@ -231,15 +241,17 @@ def _cast_operand(emit: Emitter, value: ir.Value, fmt: str, layout: OperandLayou
     return f8, shift
 
 
-def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "none") -> None:
-    """Replace the dot by FP8 operands, an f32 dot in canonical form, and the way back."""
+def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "none",
+                delayed: DelayedExponents | None = None) -> None:
+    """Replace the dot by FP8 operands, an f32 dot in canonical form, and the way back
+    (``delayed``: the entry function's delayed statistics, for a dot at its top level)."""
     lhs, rhs = op.operands
     dims = DotDims.of(op)
     emit = Emitter(ir.InsertionPoint(op), op.location)
     lhs_layout = OperandLayout.of(shape_of(lhs), dims.lhs_batch, dims.lhs_contracting)
     rhs_layout = OperandLayout.of(shape_of(rhs), dims.rhs_batch, dims.rhs_contracting)
-    lhs8, lhs_shift = _cast_operand(emit, lhs, lhs_fmt, lhs_layout, scaling)
-    rhs8, rhs_shift = _cast_operand(emit, rhs, rhs_fmt, rhs_layout, scaling)
+    lhs8, lhs_shift = _cast_operand(emit, lhs, lhs_fmt, lhs_layout, scaling, delayed)
+    rhs8, rhs_shift = _cast_operand(emit, rhs, rhs_fmt, rhs_layout, scaling, delayed)
     nb = len(dims.lhs_batch)
     numbers = ir.Attribute.parse(
         "#stablehlo.dot<lhs_batching_dimensions = [{b}], rhs_batching_dimensions = [{b}], "
@@ -312,6 +324,9 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
                      f"forward format {options.forward} (export with debug info to use "
                      f"{options.gradient} for gradients)")
     context.bump("fp8-dots.dots", len(dots))
+    delayed = (DelayedExponents(options.delayed_statistics)
+               if options.delayed_statistics != "none" and dots else None)
+    entry = entry_function(module) if delayed is not None else None
     for op in dots:
         reason = _ineligible(op, options)
         if reason is not None:
@@ -323,9 +338,13 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
             continue
         lhs_fmt, rhs_fmt = _formats(op, options)
         context.record(op.name, op.location, "fp8", f"{lhs_fmt} x {rhs_fmt}")
-        rewrite_dot(op, lhs_fmt, rhs_fmt, options.scaling)
+        top_level = entry is not None and op.parent.operation == entry
+        rewrite_dot(op, lhs_fmt, rhs_fmt, options.scaling, delayed if top_level else None)
         context.bump("fp8-dots.fp8")
         context.bump(f"fp8-dots.{lhs_fmt}x{rhs_fmt}")
+    if delayed is not None:
+        delayed.append_to(entry, Types())
+        context.bump("fp8-dots.delayed-amaxes", len(delayed.measured))
 
 
 @register("fp8-dots",
@@ -342,6 +361,12 @@ class Fp8Dots(ModulePass):
         "from its amax, undone on the dot's output; none: the data is cast as it is; auto: "
         "amax where the format's exponent range is narrower than the data dtype's (E4M3FN), "
         "none where it holds it (E5M2 for f16 data)", SCALINGS)
+    delayed_statistics: str = option(
+        "none", "where the amax shifts of the entry function's top-level dots come from: none "
+        "(the amax they measure), measure (that, returned with the function's delayed "
+        "exponents, see scalify's option of the same name) or use (the previous call's, from "
+        "the function's delayed-exponents argument; the measured ones are returned)",
+        DELAYED_MODES)
 
     def validate(self) -> None:
         self._exclude_pattern()
@@ -354,4 +379,5 @@ class Fp8Dots(ModulePass):
 
     def apply(self, module: ir.Module, context: PassContext) -> None:
         fp8_dots(module, Fp8Options(self.forward_format, self.gradient_format, self.min_size,
-                                    self._exclude_pattern(), True, self.scaling), context)
+                                    self._exclude_pattern(), True, self.scaling,
+                                    self.delayed_statistics), context)

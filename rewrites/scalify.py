@@ -15,6 +15,8 @@ from scalify_hlo.errors import PipelineError, RewriteError
 from scalify_hlo.names import ORIGINAL_TYPE_ATTR
 from scalify_hlo.rewrites import rule_impls
 from scalify_hlo.rewrites.boundary_storage import BoundaryStorage
+from scalify_hlo.rewrites.delayed_statistics import MODES as DELAYED_MODES
+from scalify_hlo.rewrites.delayed_statistics import DelayedExponents
 from scalify_hlo.rewrites.drift import compounding_constant_adds
 from scalify_hlo.rewrites.emitter import dtype_name, float_type, is_scalable_type
 from scalify_hlo.rewrites.hand_back import handed_back
@@ -112,6 +114,8 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
     scope.emit.at(terminator.location).op("func.return",
                                           scope.flatten(list(terminator.operands),
                                                         f32_scales=True), [])
+    if state.delayed is not None:
+        state.delayed.append_to(new_func, state.types)
     func.erase()
 
 
@@ -191,6 +195,8 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         rules={name: rule.family.apply for name, rule in RULES.items()},
         fallback=rule_impls.rule_fallback,
         clone=rule_impls.rule_unscaled,
+        delayed=(DelayedExponents(options.delayed_statistics)
+                 if options.delayed_statistics != "none" else None),
     )
     func = entry_function(module)
     if state.common_scale_rule == "first":
@@ -284,6 +290,14 @@ class Scalify(ModulePass):
         "stochastic", "how a first moment is rounded to its FP8 format at the boundary: "
         "stochastic (unbiased: with 3 significand bits, nearest rounding drops a moving "
         "average's changes below 6% of it) or nearest", SQUARE_ROUNDINGS)
+
+    delayed_statistics: str = option(
+        "none", "where the rescale pass's points at the top level of the entry function take "
+        "their exponent: none (the statistic they measure), measure (that, and the function "
+        "returns the exponents as one more tensor<Kxi32> result) or use (the exponents of one "
+        "more tensor<Kxi32> argument, the previous call's, and it returns the measured ones: "
+        "the statistics no longer wait for each other, one all-reduce per step where the step "
+        "is sharded)", DELAYED_MODES)
 
     def validate(self) -> None:
         if self.square_format != "none" and not resolve_square_encoding(

@@ -17,6 +17,7 @@ from scalify_hlo.rewrites.registry import PassContext
 from scalify_hlo.scale import Factor, Scale
 
 if TYPE_CHECKING:
+    from scalify_hlo.rewrites.delayed_statistics import DelayedExponents
     from scalify_hlo.rewrites.scope import Scope
 
 RESCALE_ATTR = "scalify.rescale"  # set by the rescale pass on ops whose results it rescales
@@ -97,6 +98,10 @@ class ScalifyState:
         """Whether ``scale``'s runtime exponent may be ``UNSET_EXPONENT`` (or sums with it)."""
         return bool(self.unset_factors) and any(
             factor in self.unset_factors for factor, _ in scale.factors)
+
+    # The entry function's delayed rescale points (delayed_statistics.py); None: every
+    # point applies what it measures.
+    delayed: DelayedExponents | None = None
 
     # The update tail's ops (update_tail.py): run on unscaled values in the original types.
     tail: set[ir.Operation] = field(default_factory=set)

@@ -62,7 +62,7 @@ class Walker:
                 target = state.dtype_of(result)
                 if found.data_element() != target:
                     if not found.any_scale and target == self.state.data_dtype:
-                        found = self.rescale(found, "amax:nearest")
+                        found = self.rescale(found, "amax:nearest", delayable=True)
                         state.context.record(
                             op.name, op.location, "rescale",
                             f"amax:nearest, {dtype_name(found.data_element())} to "

@@ -36,6 +36,12 @@ def pair_module(module: LoadedModule, info: ModuleInfo) -> Pairing | None:
     plain module (no ``scalify.original_type``, or nothing was split)."""
     if info.original is None:
         return None
+    if info.delayed:
+        raise InputError(f"{module.name}: it returns the exponents of {info.delayed} delayed "
+                         "statistics (scalify.delayed_exponents, the scalify pass's "
+                         "delayed-statistics option), which the next call takes: run the step "
+                         "through compile_scaled (Policy(statistics='delayed')), which carries "
+                         "them from one call to the next")
     dtypes = scaled_data_dtypes(info.original, module.signature)
     if dtypes is None:
         if info.original != module.signature:

@@ -24,7 +24,7 @@ from scalify_hlo.names import (
     result_names,
 )
 from scalify_hlo.signature import EntrySignature, signature_of_type
-from scalify_hlo.symbols import entry_function
+from scalify_hlo.symbols import DELAYED_ATTR, entry_function
 
 # Path components that name a second moment (optax's Adam, AdamW, RMSProp...: ``nu``).
 SQUARE_NAMES = ("nu",)
@@ -47,6 +47,8 @@ class ModuleInfo:
     result_names: tuple[str | None, ...]
     original: EntrySignature | None
     square_inputs: frozenset[int]
+    # Exponents of delayed statistics the entry function returns last (0: none).
+    delayed: int = 0
 
 
 def module_info(source: str | bytes, filename: str = "-") -> ModuleInfo:
@@ -60,7 +62,9 @@ def module_info(source: str | bytes, filename: str = "-") -> ModuleInfo:
         arguments = func.regions[0].blocks[0].arguments
         squares = frozenset(index for index, arg in enumerate(arguments)
                             if is_square_name(names[index]) or _reaches_root(arg, functions))
-        return ModuleInfo(tuple(names), tuple(result_names(func)), original, squares)
+        delayed = (ir.IntegerAttr(func.attributes[DELAYED_ATTR]).value
+                   if DELAYED_ATTR in func.attributes else 0)
+        return ModuleInfo(tuple(names), tuple(result_names(func)), original, squares, delayed)
 
 
 def _original_signature(func: ir.Operation) -> EntrySignature | None:

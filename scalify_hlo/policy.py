@@ -79,6 +79,13 @@ class Policy:
         FP8 format: E4M3FN's 3 significand bits make nearest rounding drop the changes of a
         moving average with b1 = 0.9 that are below 6% of it; stochastic rounding keeps them
         in expectation (measured: MNIST and char-GPT train slightly better, how-it-works.md).
+    statistics: current (each rescale point applies the exponent it measures) or delayed
+        (the entry function's top-level rescale points apply the exponent the previous call
+        measured and return theirs for the next: no data waits for a statistic, so a sharded
+        step's statistics are independent all-reduces that XLA combines, one per step
+        instead of a chain of them; the first call measures and applies, as ``current``).
+        ``compile_scaled`` carries the exponents in the bank of scales from one call to the
+        next when a call's outputs are fed back.
     scale_packing: which scalar scale arithmetic ``simplify`` computes once into packed
         vectors that kernels read instead of recomputing it (``pack-scales``): arguments
         (the scales computed from the step's arguments alone: one kernel on XLA:GPU instead
@@ -105,6 +112,7 @@ class Policy:
     moment_format: str = "none"
     moment_rounding: str = "stochastic"
     scale_packing: str = "arguments"
+    statistics: str = "current"
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
@@ -150,6 +158,9 @@ class Policy:
         if self.scale_packing not in PACK_SCALES:
             raise ScalifyError(f"unknown scale_packing '{self.scale_packing}' "
                                f"(use {', '.join(PACK_SCALES)})")
+        if self.statistics not in STATISTICS:
+            raise ScalifyError(f"unknown statistics '{self.statistics}' "
+                               f"(use {', '.join(STATISTICS)})")
         if self.min_dot_size < 0:
             raise ScalifyError("min_dot_size must be >= 0")
         self.passes()  # what only the passes check (the exclude pattern) fails here too
@@ -186,12 +197,16 @@ class Policy:
                               square_rounding=self.square_rounding,
                               square_format=_STATE_FORMAT_NAMES[self.square_format],
                               moment_format=_STATE_FORMAT_NAMES[self.moment_format],
-                              moment_rounding=self.moment_rounding))
+                              moment_rounding=self.moment_rounding,
+                              delayed_statistics=("measure" if self.statistics == "delayed"
+                                                  else "none")))
         if self.fp8_dots:
             passes.append(Fp8Dots(forward_format=_FP8_FORMAT_NAMES[self.forward_format],
                                   gradient_format=_FP8_FORMAT_NAMES[self.gradient_format],
                                   scaling=self.fp8_scaling, min_size=self.min_dot_size,
-                                  exclude=self.exclude))
+                                  exclude=self.exclude,
+                                  delayed_statistics=("measure" if self.statistics == "delayed"
+                                                      else "none")))
         passes.append(Simplify(pack_scales=self.scale_packing))
         return passes
 
@@ -201,6 +216,9 @@ class Policy:
         full (``scalify-hlo rewrite --help`` shows the default)."""
         return ",".join(p.text(_SPELLED_OUT.get(p.name, ())) for p in self.passes())
 
+
+# Where rescale points take their exponent (Policy.statistics).
+STATISTICS = ("current", "delayed")
 
 # Options the policy's pipeline text names even at their defaults.
 _SPELLED_OUT = {"rescale": ("at", "method", "rounding"), "scalify": ("data-dtype",),

@@ -47,6 +47,7 @@ FORMAT_VERSION = 2
 # Formats this version reads: 1 had no encodings (every leaf data * scale).
 _READABLE_VERSIONS = (1, 2)
 _MEMBERS = ("meta.json", "exported.bin", "trees.bin", "stages.json")
+_DELAYED = "delayed.bin"  # only a step with delayed statistics has it
 
 
 # ----- saving ---------------------------------------------------------------------------
@@ -58,6 +59,8 @@ def save_step(step: ScaledStep, path: str | os.PathLike[str]) -> None:
         "trees.bin": _serialized_trees(step),
         "stages.json": json.dumps(step.stages).encode(),
     }
+    if step._delayed_exported is not None:  # the program that applies delayed statistics
+        members[_DELAYED] = bytes(step._delayed_exported.serialize())
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     try:
@@ -93,6 +96,7 @@ def _meta(step: ScaledStep) -> dict[str, Any]:
         "first_same_scale": list(step._first_same_scale),
         "arg_slots": list(step._arg_slots),
         "bank_size": step._bank_size,
+        "delayed": step._delayed,
         "report": {
             "ops_before": report.ops_before, "ops_after": report.ops_after,
             "stats": report.stats, "warnings": report.warnings,
@@ -131,10 +135,12 @@ def load_scaled(path: str | os.PathLike[str]) -> ScaledStep:
         exported = jax_export.deserialize(bytearray(members["exported.bin"]))
         carrier = jax_export.deserialize(bytearray(members["trees.bin"]))
         stages = json.loads(members["stages.json"])
+        delayed = (jax_export.deserialize(bytearray(members[_DELAYED]))
+                   if _DELAYED in members else None)
     except Exception as exc:  # flatbuffers, an unregistered node type, JSON: all corrupt
         raise ScalifyError(f"cannot load the step saved in '{path}': {_one_line(exc)}") from None
     try:
-        step = _rebuild(meta, exported, carrier, stages)
+        step = _rebuild(meta, exported, carrier, stages, delayed)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ScalifyError(f"'{path}' is not a valid saved step: {_one_line(exc)}") from None
     return step
@@ -147,7 +153,8 @@ def _read_members(path: str | os.PathLike[str]) -> dict[str, bytes]:
             missing = [name for name in _MEMBERS if name not in names]
             if missing:
                 raise ScalifyError(f"'{path}' is not a saved scalify-hlo step (no {missing[0]})")
-            return {name: archive.read(name) for name in _MEMBERS}
+            return {name: archive.read(name) for name in (*_MEMBERS, _DELAYED)
+                    if name in names}
     except OSError as exc:
         raise ScalifyError(f"cannot read '{path}': {exc.strerror or exc}") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, ValueError) as exc:
@@ -172,7 +179,8 @@ def _parse_meta(path: str | os.PathLike[str], raw: bytes) -> dict[str, Any]:
 
 
 def _rebuild(meta: dict[str, Any], exported: jax_export.Exported,
-             carrier: jax_export.Exported, stages: dict[str, str]) -> ScaledStep:
+             carrier: jax_export.Exported, stages: dict[str, str],
+             delayed: jax_export.Exported | None = None) -> ScaledStep:
     """A ScaledStep from what ``save_step`` wrote, through the same
     ``_set_calling_convention`` that ``ScaledStep.__init__`` ends with."""
     in_tree, out_tree = carrier.in_tree.children()[0].children()
@@ -199,6 +207,11 @@ def _rebuild(meta: dict[str, Any], exported: jax_export.Exported,
                           [Record(*map(str, entry)) for entry in report["records"]],
                           str(report["pipeline"]))
     step.exported = exported
+    step._delayed = int(meta.get("delayed", 0))
+    if step._delayed and delayed is None:
+        raise ValueError(f"its program has delayed statistics and no {_DELAYED}")
+    step._delayed_exported = delayed if step._delayed else None
+    step.delayed_text = ""  # not saved: the program is (stages hold the first rewrite's)
     step._set_calling_convention(
         [None if slot is None else int(slot) for slot in meta["arg_slots"]],
         int(meta["bank_size"]))

@@ -73,11 +73,14 @@ class ScaleBank:
     per scale); a step fed ScaledArrays of a bank takes the vector itself.
     """
 
-    __slots__ = ("vector", "_elements")
+    __slots__ = ("vector", "_elements", "delayed")
 
     def __init__(self, vector: jax.Array) -> None:
         self.vector = vector
         self._elements: tuple[jax.Array, ...] | None = None
+        # Whether the vector ends with the exponents a step with delayed statistics measured
+        # (after its scales): a step fed this bank applies them.
+        self.delayed = False
 
     def element(self, index: int) -> jax.Array:
         if self._elements is None:

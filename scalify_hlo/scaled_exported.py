@@ -21,20 +21,27 @@ def _flat_tree(count: int) -> Any:
 
 
 def scaled_exported(original: jax_export.Exported, text: str, signature: EntrySignature,
-                     in_specs: list[LeafSpec], out_specs: list[LeafSpec]) -> jax_export.Exported:
+                     in_specs: list[LeafSpec], out_specs: list[LeafSpec],
+                     delayed_input: bool = False,
+                     delayed_result: bool = False) -> jax_export.Exported:
     """An ``Exported`` for the rewritten module (``text``, whose entry signature is
-    ``signature``): flat (data, scale) avals and shardings."""
+    ``signature``): flat (data, scale) avals and shardings; ``delayed_input`` /
+    ``delayed_result``: the module takes / returns the vector of delayed exponents last
+    (``rewrites/delayed_statistics.py``), replicated as a scale is."""
     in_avals = tuple(jax.core.ShapedArray(s.shape, ELEMENT_DTYPES[s.element])
                      for s in signature.inputs)
     out_avals = tuple(jax.core.ShapedArray(s.shape, ELEMENT_DTYPES[s.element])
                       for s in signature.results)
 
-    def split(shardings: tuple[Any, ...], specs: list[LeafSpec]) -> tuple[Any, ...]:
+    def split(shardings: tuple[Any, ...], specs: list[LeafSpec],
+              delayed: bool) -> tuple[Any, ...]:
         flat: list[Any] = []
         for sharding, spec in zip(shardings, specs, strict=True):
             flat.append(sharding)
             if spec.scaled:
                 flat.append(_replicated_like(sharding))
+        if delayed:
+            flat.append(_replicated_like(shardings[0]) if shardings else None)
         return tuple(flat)
 
     serialized = jax_mlir.serialize_portable_artifact(text, stablehlo.get_current_version())
@@ -43,15 +50,17 @@ def scaled_exported(original: jax_export.Exported, text: str, signature: EntrySi
         "in_avals": in_avals,
         "out_tree": jax.tree.structure(tuple(range(len(out_avals)))),
         "out_avals": out_avals,
-        "in_shardings_hlo": split(original.in_shardings_hlo, in_specs),
-        "out_shardings_hlo": split(original.out_shardings_hlo, out_specs),
+        "in_shardings_hlo": split(original.in_shardings_hlo, in_specs, delayed_input),
+        "out_shardings_hlo": split(original.out_shardings_hlo, out_specs, delayed_result),
         "module_kept_var_idx": tuple(range(len(in_avals))),
         "mlir_module_serialized": serialized,
         "_get_vjp": None,
     }
     if getattr(original, "_has_named_shardings", False):
-        changes["_in_named_shardings"] = split(original._in_named_shardings, in_specs)
-        changes["_out_named_shardings"] = split(original._out_named_shardings, out_specs)
+        changes["_in_named_shardings"] = split(original._in_named_shardings, in_specs,
+                                               delayed_input)
+        changes["_out_named_shardings"] = split(original._out_named_shardings, out_specs,
+                                                delayed_result)
     return dataclasses.replace(original, **changes)
 
 

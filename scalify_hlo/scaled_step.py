@@ -18,6 +18,7 @@ from jax import export as jax_export
 from jax.extend.mlir import ir
 
 from scalify_hlo.api import rewrite_module_source
+from scalify_hlo.delayed_program import delayed_program
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.flat_pairs import flat_size
 from scalify_hlo.leaf_specs import (
@@ -26,12 +27,12 @@ from scalify_hlo.leaf_specs import (
     example_of,
     first_same_scale,
     is_key,
-    is_scaled_dtype,
     leaf_data_dtypes,
     spec_positions,
     specs_of_tree,
     with_encodings,
 )
+from scalify_hlo.rewrites.delayed_statistics import delayed_count
 from scalify_hlo.rewrites.registry import ModulePass, print_pipeline
 from scalify_hlo.scaled_array import (
     ScaleBank,
@@ -47,19 +48,20 @@ from scalify_hlo.scaled_array import banked as _banked
 from scalify_hlo.scaled_exported import scaled_exported
 from scalify_hlo.signature import EntrySignature, signature_of
 from scalify_hlo.step_args import (
+    BANK_STRIDE,
     HOST_TYPES,
+    OWN,
+    PLAIN,
+    SPLIT,
     as_jax_value,
     bank_number,
-    check_key,
-    check_scale_type,
+    check_leaves,
     committed_value,
     is_host_value,
     scaled_arg,
 )
 from scalify_hlo.step_report import Report
 
-# Where an argument's scale comes from (ScaledStep._flatten).
-PLAIN, OWN, SPLIT, BANK_STRIDE = -1, -2, -3, 1 << 20
 # Scales per kernel when a step builds its bank (ScaledStep._bank_vector).
 BANK_GROUP = 8
 
@@ -107,11 +109,16 @@ class ScaledStep:
         signature: list[EntrySignature] = []
         # Per scaled output, the first scaled output that returns the same scale value.
         self._first_same_scale: list[int] = []
+        # Rescale points whose statistics are delayed (rewrites/delayed_statistics.py): the
+        # rewrite returns the exponents it measured, and a second program applies the ones a
+        # call before measured; both travel in the bank, after the scales.
+        self._delayed = 0
 
         expected = flat_size(spec.scaled for spec in self._in_specs)
 
         def inspect(module: ir.Module) -> None:
             signature.append(signature_of(module))
+            self._delayed = delayed_count(module)
             if len(signature[0].inputs) == expected:  # else refused below
                 self._first_same_scale = first_same_scale(module, self._out_specs)
 
@@ -131,7 +138,13 @@ class ScaledStep:
                               list(result.context.warnings),
                               list(result.context.records or []), self.pipeline)
         self.exported = scaled_exported(original, self.text, signature[0], self._in_specs,
-                                         self._out_specs)
+                                         self._out_specs, delayed_result=self._delayed > 0)
+        self._delayed_exported: jax_export.Exported | None = None
+        self.delayed_text = ""  # the second program's module (delayed statistics only)
+        if self._delayed:
+            self.delayed_text, self._delayed_exported = delayed_program(
+                self._exported_text, self._passes, self._delayed, original, self._in_specs,
+                self._out_specs)
         self._set_calling_convention()
 
     def _set_calling_convention(self, arg_slots: list[int | None] | None = None,
@@ -190,6 +203,7 @@ class ScaledStep:
         """``values``, changed in place: each scaled output a ScaledArray whose scale is its
         element of ``vector``."""
         bank, make = ScaleBank(vector), _banked
+        bank.delayed = self._delayed > 0
         for index, position, encoding in self._out_slots:
             values[index] = make(values[index], bank, position, encoding)
         return values
@@ -211,6 +225,7 @@ class ScaledStep:
         banks: list[Any] = []
         layout = [PLAIN] * len(flat)
         encodings = self._in_encodings
+        delayed_in = -1  # the bank that holds a call's measured exponents, if any
         for position, leaf in enumerate(flat):
             if type(leaf) is not ScaledArray:
                 continue
@@ -226,6 +241,10 @@ class ScaledStep:
             number = 0 if banks and banks[0] is bank else bank_number(banks, bank)
             flat[position] = leaf.data
             layout[position] = number * BANK_STRIDE + leaf._index
+            if delayed_in < 0 and bank.delayed:
+                delayed_in = number
+        if self._delayed:  # which program runs: the one that applies them, given them
+            layout.append(delayed_in)
         return flat, [bank.vector for bank in banks], tuple(layout)
 
     def _own_scale(self, scale: Any, position: int) -> int:
@@ -250,7 +269,9 @@ class ScaledStep:
     def _run(self, flat: list[Any], banks: list[Any], layout: tuple[int, ...]) -> Any:
         """The jitted program: (data, scale) pairs in, the rewritten module, data and one
         vector of scales out (plain values if not ``return_scaled``)."""
-        self._check_leaves(flat, layout)
+        delayed_in = layout[-1] if self._delayed else -1
+        layout = layout[:len(flat)]
+        check_leaves(flat, layout, self._in_specs)
         inputs: list[Any] = []
         for leaf, code, spec, dtype in zip(flat, layout, self._in_specs, self._data_dtypes,
                                            strict=True):
@@ -267,7 +288,14 @@ class ScaledStep:
                 bank, index = divmod(code, BANK_STRIDE)
                 value = as_scaled(ScaledArray(jnp.asarray(leaf), banks[bank][index]), dtype)
             inputs += [value.data, value.scale]
-        raw = self.exported.call(*inputs)
+        measured = None
+        if delayed_in >= 0:
+            given = banks[delayed_in][self._bank_size:self._bank_size + self._delayed]
+            raw = self._delayed_exported.call(*inputs, given.astype(jnp.int32))
+        else:
+            raw = self.exported.call(*inputs)
+        if self._delayed:
+            raw, measured = raw[:-1], raw[-1]
         outputs: list[Any] = []
         scales: list[Any] = []
         for spec, position in zip(self._out_specs, spec_positions(self._out_specs),
@@ -282,9 +310,9 @@ class ScaledStep:
                 scales.append(scale)
             else:
                 outputs.append(ScaledArray(data, scale, spec.encoding).unscale(spec.dtype))
-        return outputs, (self._bank_vector(scales) if scales else None)
+        return outputs, (self._bank_vector(scales, measured) if scales else None)
 
-    def _bank_vector(self, scales: list[Any]) -> jax.Array:
+    def _bank_vector(self, scales: list[Any], measured: Any = None) -> jax.Array:
         """The scales (and padding to the bank's length) as one vector, built so that XLA:CPU
         computes them in a few kernels: it fuses a concatenate of up to ``BANK_GROUP``
         distinct scalars into one kernel, but runs each operand of a longer one, or of one
@@ -301,7 +329,10 @@ class ScaledStep:
         if len(distinct) < len(scales):  # repeat the shared ones: one gather
             vector = vector[np.array([position[first] for first in firsts], np.int32)]
         padding = self._bank_size - len(scales)
-        return jnp.concatenate([vector, jnp.ones((padding,), jnp.float32)]) if padding else vector
+        parts = [vector] + ([jnp.ones((padding,), jnp.float32)] if padding else [])
+        if measured is not None:  # the delayed exponents, after the scales (exact in f32)
+            parts.append(measured.astype(jnp.float32))
+        return jnp.concatenate(parts) if len(parts) > 1 else vector
 
     def _check(self, args: tuple[Any, ...]) -> None:
         """The structure of ``args`` against the compiled step's, with the path of the first
@@ -319,35 +350,6 @@ class ScaledStep:
             raise ScalifyError(f"arguments do not have the structure the step was compiled "
                                f"for: {detail}")
 
-    def _check_leaves(self, flat: list[Any], layout: tuple[int, ...]) -> None:
-        """Shapes and dtypes against the compiled step's: run when ``jax.jit`` traces
-        ``_run``, i.e. once per layout, shapes and dtypes (the check costs more than a small
-        step's dispatch)."""
-        for leaf, code, spec in zip(flat, layout, self._in_specs, strict=True):
-            name = f"args{spec.path}"
-            source = leaf[0] if code in (OWN, SPLIT) else leaf
-            if spec.key_impl is not None or is_key(source):
-                check_key(name, source, spec)
-                continue
-            if isinstance(source, (dict, list, tuple)) or not hasattr(source, "shape"):
-                raise ScalifyError(f"{name}: a {type(source).__name__} where the step takes "
-                                   "an array")
-            shape = tuple(np.shape(source))
-            if shape != spec.shape:
-                raise ScalifyError(f"{name}: shape {shape} does not match the compiled step's "
-                                   f"{spec.shape}")
-            dtype = np.dtype(source.dtype)
-            if code != PLAIN:
-                if not spec.scaled:
-                    raise ScalifyError(f"{name}: a ScaledArray where the step takes "
-                                       f"{spec.dtype}")
-                if code in (OWN, SPLIT):
-                    check_scale_type(name, leaf[1])
-            elif spec.scaled != is_scaled_dtype(dtype) or (not spec.scaled and
-                                                             dtype != spec.dtype):
-                raise ScalifyError(f"{name}: dtype {dtype} does not match the compiled step's "
-                                   f"{spec.dtype}")
-
     def scale_args(self, *args: Any) -> tuple[Any, ...]:
         """``args`` as the compiled step takes them: every floating leaf a ``ScaledArray`` in
         the data type of its argument (f16, or f32 where the rewrite keeps squares wide, such
@@ -359,7 +361,7 @@ class ScaledStep:
         given = self._in_tree.flatten_up_to(args)
         leaves = [as_jax_value(leaf) for leaf in given]
         flat, _, layout = self._flatten(tuple(self._in_tree.unflatten(leaves)))
-        self._check_leaves(flat, layout)
+        check_leaves(flat, layout, self._in_specs)
         # A host value becomes an array of the step's dtype, not weakly typed: the dtype
         # the step returns it in, so that feeding outputs back runs the same program.
         converted = [scaled_arg(leaf, dtype, f"args{spec.path}", spec.encoding)
@@ -421,6 +423,7 @@ class ScaledStep:
         raise KeyError(f"no stage '{name}'; stages: {', '.join(self.stages)}")
 
     # ----- saving -------------------------------------------------------------------------
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the step to ``path`` (atomically): its exported program, calling
         convention, report and stages; ``scalify_hlo.load_scaled(path)`` rebuilds it without

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from scalify_hlo.errors import ScalifyError
-from scalify_hlo.leaf_specs import LeafSpec, is_key
+from scalify_hlo.leaf_specs import LeafSpec, is_key, is_scaled_dtype
 from scalify_hlo.scaled_array import (
     ScaledArray,
     as_scaled,
@@ -24,6 +24,11 @@ from scalify_hlo.scaled_array import (
 
 # Host values that jax.jit takes where the step takes an array, converting them itself.
 HOST_TYPES = (bool, int, float, complex, np.generic, np.ndarray)
+
+# Where an argument's scale comes from (ScaledStep._flatten): a plain array, a ScaledArray
+# with a power-of-two scale of its own, one with another scale (split in the program), or
+# ``bank * BANK_STRIDE + index`` (element ``index`` of the call's bank ``bank``).
+PLAIN, OWN, SPLIT, BANK_STRIDE = -1, -2, -3, 1 << 20
 
 
 def is_host_value(value: Any) -> bool:
@@ -98,3 +103,35 @@ def bank_number(banks: list[Any], bank: Any) -> int:
             return number
     banks.append(bank)
     return len(banks) - 1
+
+
+def check_leaves(flat: list[Any], layout: tuple[int, ...],
+                 in_specs: list[LeafSpec]) -> None:
+    """Shapes and dtypes of a call's leaves against the compiled step's (``layout``: where
+    each one's scale comes from, see ``ScaledStep._flatten``): run when ``jax.jit`` traces
+    the step, i.e. once per layout, shapes and dtypes (the check costs more than a small
+    step's dispatch)."""
+    for leaf, code, spec in zip(flat, layout[:len(flat)], in_specs, strict=True):
+        name = f"args{spec.path}"
+        source = leaf[0] if code in (OWN, SPLIT) else leaf
+        if spec.key_impl is not None or is_key(source):
+            check_key(name, source, spec)
+            continue
+        if isinstance(source, (dict, list, tuple)) or not hasattr(source, "shape"):
+            raise ScalifyError(f"{name}: a {type(source).__name__} where the step takes "
+                               "an array")
+        shape = tuple(np.shape(source))
+        if shape != spec.shape:
+            raise ScalifyError(f"{name}: shape {shape} does not match the compiled step's "
+                               f"{spec.shape}")
+        dtype = np.dtype(source.dtype)
+        if code != PLAIN:
+            if not spec.scaled:
+                raise ScalifyError(f"{name}: a ScaledArray where the step takes "
+                                   f"{spec.dtype}")
+            if code in (OWN, SPLIT):
+                check_scale_type(name, leaf[1])
+        elif spec.scaled != is_scaled_dtype(dtype) or (not spec.scaled and
+                                                         dtype != spec.dtype):
+            raise ScalifyError(f"{name}: dtype {dtype} does not match the compiled step's "
+                               f"{spec.dtype}")

@@ -12,6 +12,10 @@ from scalify_hlo.errors import RewriteError
 # (docs/scaled-signature.md). On the function, not its arguments: the signature reads as
 # it did.
 SCALE_ARGS_ATTR = "scalify.scale_args"
+# The attribute of an entry function whose rescale points are delayed: how many exponents it
+# returns last (and, under ``delayed-statistics=use``, takes last): see
+# rewrites/delayed_statistics.py.
+DELAYED_ATTR = "scalify.delayed_exponents"
 
 
 def function_name(func: ir.Operation) -> str:

@@ -264,3 +264,18 @@ def test_usage_errors_are_one_line(tmp_path: Path, args: list[str],
     result = run_cli(*args, cwd=tmp_path)
     stderr = assert_clean_error(result, mentions=mentions, usage_error_ok=True)
     assert result.returncode == 2 and "--help" in stderr, stderr
+
+
+@pytest.mark.parametrize("mode", ["measure", "use"])
+def test_run_refuses_a_module_with_delayed_statistics(tmp_path: Path, mode: str) -> None:
+    """Its exponents go from one call to the next, which a single run cannot give it."""
+    rewritten = tmp_path / "delayed.mlir"
+    done = helpers.run_cli("rewrite", helpers.GOLDEN / "scalify" / "delayed-statistics.mlir",
+                           "--split-input-file", "--pipeline",
+                           f"scalify{{delayed-statistics={mode}}}", "-o", rewritten)
+    assert done.returncode == 0, done.stderr
+    first = rewritten.read_text().split("// -----")[0]
+    rewritten.write_text(first)
+    result = helpers.run_cli("run", rewritten)
+    assert result.returncode != 0
+    assert result.stderr.count("\n") == 1 and "delayed statistics" in result.stderr, result.stderr

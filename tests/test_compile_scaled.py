@@ -597,3 +597,27 @@ def test_a_pipeline_without_scalify_is_refused() -> None:
     x = jnp.linspace(-1.0, 1.0, 16)
     with pytest.raises(ScalifyError, match="does not give the scaled calling convention"):
         compile_scaled(lambda x: x * 2.0, x, pipeline="inline,simplify")
+
+
+def test_delayed_statistics_apply_the_exponents_a_call_before_measured() -> None:
+    """Policy(statistics="delayed"): the first call measures and applies, a call fed the
+    outputs of one before applies the exponents that call measured (carried in the bank),
+    and the numbers are those of current statistics (a power-of-two shift of f16 data is
+    exact away from the ends of its range). An unknown choice is one error line."""
+    train_step, (params, x, y) = models.mlp_step(batch=8, sizes=(8, 16, 4))
+    for fp8_dots in (False, True):  # rescale points; and FP8 operands' amaxes too
+        runs = {}
+        for statistics in ("current", "delayed"):
+            step = compile_scaled(train_step, params, x, y, policy=Policy(
+                data_dtype="float16", fp8_dots=fp8_dots, statistics=statistics))
+            state, losses = step.scale_args(params, x, y)[0], []
+            for _ in range(3):
+                state, loss = step(state, x, y)
+                losses.append(float(loss.unscale()))
+            runs[statistics] = (step, losses)
+        step, losses = runs["delayed"]
+        assert step._delayed > 0 and sorted(layout[-1] for layout in step._programs) == [-1, 0]
+        np.testing.assert_allclose(losses, runs["current"][1], rtol=1e-3)
+        assert "delayed_exponents" in step.delayed_text
+    with pytest.raises(ScalifyError, match="unknown statistics 'later'"):
+        Policy(statistics="later")

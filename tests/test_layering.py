@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("api", ("scalify_hlo.api", "scalify_hlo.compile", "scalify_hlo.explain",
              "scalify_hlo.gpu_aot", "scalify_hlo.host_run", "scalify_hlo.inputs",
              "scalify_hlo.leaf_specs", "scalify_hlo.scaled_exported", "scalify_hlo.scaled_step",
+             "scalify_hlo.delayed_program",
              "scalify_hlo.step_args", "scalify_hlo.step_report",
              "scalify_hlo.module_info", "scalify_hlo.policy", "scalify_hlo.saved",
              "scalify_hlo.scaled_array", "scalify_hlo.signature", "scalify_hlo.targets",

@@ -83,6 +83,25 @@ def test_training_with_the_loaded_step_is_bit_identical(
     assert len(loaded._programs) == 1  # one program from the first call on, as the original
 
 
+def test_a_step_with_delayed_statistics_round_trips(
+        problem: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both programs are saved: the first call's (it measures) and the fed-back calls'
+    (they apply the exponents the call before measured, carried in the bank)."""
+    original = compile_scaled(train_step, *problem, policy=Policy(statistics="delayed"))
+    assert original._delayed > 0
+    path = tmp_path / "delayed.scalify"
+    original.save(path)
+    no_rewrite(monkeypatch)
+    loaded = load_scaled(path)
+    params, x, y = problem
+    state_a, state_b = original.scale_args(params, x, y)[0], loaded.scale_args(params, x, y)[0]
+    for _ in range(STEPS):
+        state_a, loss_a = original(state_a, x, y)
+        state_b, loss_b = loaded(state_b, x, y)
+        assert_identical((state_a, loss_a), (state_b, loss_b))
+    assert sorted(layout[-1] for layout in loaded._programs) == [-1, 0]  # both programs ran
+
+
 def test_loaded_step_in_jit_with_plain_arguments(
         step: ScaledStep, saved_path: Path, problem: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:

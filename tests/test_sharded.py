@@ -95,6 +95,27 @@ for policy in POLICIES:
         "fallbacks": len(scaled.report().warnings),
         "agreed": scaled.report().stats.get("scalify.agreed-scales", 0)}
 
+# Delayed statistics: data parallel in f16, three calls each fed the one before's outputs;
+# collectives of the program a fed-back call runs, against current statistics.
+step, args = setups.setup("data_parallel")
+calls = {}
+for stats in ("current", "delayed"):
+    scaled = compile_scaled(step, *args, policy=Policy(data_dtype="float16", fp8_dots=False,
+                                                       statistics=stats))
+    state, outs = scaled.scale_args(*args), []
+    for _ in range(3):
+        out = scaled(*state)
+        outs.append(unscale_tree(out))
+        state = (*out[:-1], *state[-2:])
+    calls[stats] = {"outs": outs, "all_reduces": all_reduces(scaled.lower(*state).compile()),
+                    "points": scaled._delayed, "same": same_shardings(out, jax.jit(step)(*args))}
+report["data_parallel/f16-delayed"] = {
+    "errors": [max(errors(d, c)) for d, c in zip(calls["delayed"]["outs"],
+                                                  calls["current"]["outs"], strict=True)],
+    "all_reduces": calls["delayed"]["all_reduces"], "points": calls["delayed"]["points"],
+    "current_all_reduces": calls["current"]["all_reduces"], "same": calls["delayed"]["same"],
+    "original_all_reduces": all_reduces(jax.jit(step).lower(*args).compile())}
+
 # with_sharding_constraint on values that f16 at scale 1 would flush.
 step, args = setups.setup("constraint")
 want = jax.jit(step)(*args)
@@ -181,3 +202,17 @@ def test_sharding_constraint_keeps_small_values(report: dict[str, Any]) -> None:
     found = report["constraint/f16"]
     assert found["fallbacks"] == 0 and found["zeros"] == 0, found
     assert max(found["errors"]) <= 1e-3, found
+
+
+def test_delayed_statistics_take_one_combined_all_reduce(report: dict[str, Any]) -> None:
+    """With delayed statistics a fed-back call applies the exponents the call before
+    measured, so its statistics wait for nothing and XLA combines their all-reduces: at most
+    the original's plus two, where current statistics chain one per rescale point. The
+    numbers are those of current statistics (a power-of-two shift of f16 data is exact away
+    from the ends of its range), and the outputs keep jax.jit's shardings."""
+    found = report["data_parallel/f16-delayed"]
+    assert found["points"] > 2, found
+    assert found["all_reduces"] <= found["original_all_reduces"] + 2, found
+    assert found["current_all_reduces"] > found["all_reduces"], found
+    assert max(found["errors"]) < 1e-3, found
+    assert all(found["same"]), found

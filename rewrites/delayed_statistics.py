@@ -1,0 +1,154 @@
+"""Delayed statistics: a rescale point shifts its data by the exponent the previous call
+measured there, and hands the one it measures on to the next call.
+
+Why: a rescale point's exponent decides the data that every later point measures, so the
+statistics of a step form one chain, and in a sharded step each one over a sharded tensor
+is an all-reduce that waits for the one before (58 in a row for a 2-layer GPT in data
+parallel; docs/how-it-works.md, "Sharded steps"). With the exponent from the previous call,
+no data waits for a statistic: the statistics are independent, and XLA combines their
+all-reduces into one per step. Between two calls of a training step the data a point sees
+moves by a binade or two, and f16 has fifteen above unit scale; a value that a stale
+exponent would overflow saturates at the data type's largest finite value instead of
+becoming inf (an inf of the wide value stays inf).
+
+The entry function's top-level rescale points (the ``rescale`` pass's; points inside loops
+and other regions measure and apply their statistic as before), in the order the rewrite
+meets them, are numbered 0..K-1. With ``delayed-statistics=measure`` the function returns
+the exponents it applied as one more result, a ``tensor<Kxi32>``; with ``use`` it also takes
+one more argument of that type, the exponents to apply, and returns the ones it measured. A
+caller runs the ``measure`` program once (the first step: its exponents are the measured
+ones) and the ``use`` program after, each call given the exponents the one before returned
+(``compile_scaled`` does that through its bank of scales). The function attribute
+``scalify.delayed_exponents`` holds K.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.emitter import Emitter, Types
+from scalify_hlo.rewrites.registry import ModulePass
+from scalify_hlo.symbols import DELAYED_ATTR, entry_function
+
+# The scalify pass's ``delayed-statistics`` option.
+MODES = ("none", "measure", "use")
+ARG_NAME = "delayed_exponents"
+
+
+class DelayedExponents:
+    """The delayed points of one entry function, numbered as they are emitted."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.measured: list[ir.Value] = []  # this call's exponent per point (rank-0 i32)
+        self._given: list[ir.Operation] = []  # per point, what stands for the given one
+
+    def exponent(self, emit: Emitter, measured: ir.Value) -> ir.Value:
+        """The exponent a point applies, given the one it measured: that one in ``measure``
+        mode, the previous call's in ``use`` mode."""
+        self.measured.append(measured)
+        if self.mode != "use":
+            return measured
+        i32 = emit.types.scalar_i32
+        # A constant of its own (not the emitter's cached zero): replaced once the argument
+        # that holds the given exponents exists.
+        stand_in = ir.Operation.create(
+            "stablehlo.constant", results=[i32], loc=emit.loc, ip=emit.ip,
+            attributes={"value": ir.DenseElementsAttr.get(np.zeros((), np.int32), type=i32)})
+        self._given.append(stand_in)
+        return stand_in.results[0]
+
+    def append_to(self, func: ir.Operation, types: Types) -> None:
+        """Add this pass's points to the delayed exponents of ``func`` (after any an earlier
+        pass gave it): its last result (and in ``use`` mode its last argument) becomes the
+        longer vector. Nothing changes without a point."""
+        count = len(self.measured)
+        if self.mode == "none" or not count:
+            return
+        block = func.regions[0].blocks[0]
+        ret = block.operations[len(block.operations) - 1].operation
+        existing = delayed_count_of(func)
+        total = existing + count
+        i32 = types.i32
+        vector_type = ir.RankedTensorType.get([total], i32)
+        one = ir.RankedTensorType.get([1], i32)
+        emit = Emitter(ir.InsertionPoint(ret), ret.location, types=types)
+        operands = list(ret.operands)
+        parts = [emit.unary("stablehlo.reshape", value, one) for value in self.measured]
+        if existing:
+            parts.insert(0, operands.pop())
+        measured = parts[0] if len(parts) == 1 else emit.op(
+            "stablehlo.concatenate", parts, [vector_type],
+            {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
+        function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        inputs, results = list(function_type.inputs), list(function_type.results)
+        if self.mode == "use":
+            if existing:
+                given = block.arguments[len(block.arguments) - 1]
+                given.set_type(vector_type)
+                inputs[-1] = vector_type
+            else:
+                given = block.add_argument(vector_type, func.location)
+                inputs.append(vector_type)
+                func.attributes["arg_attrs"] = _appended(func, "arg_attrs", len(inputs) - 1,
+                                                         "jax.arg_info")
+            at = Emitter(ir.InsertionPoint(block.operations[0]), func.location, types=types)
+            for index, stand_in in enumerate(self._given, start=existing):
+                element = at.op("stablehlo.slice", [given], [one], {
+                    "start_indices": ir.DenseI64ArrayAttr.get([index]),
+                    "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
+                    "strides": ir.DenseI64ArrayAttr.get([1])}).result
+                stand_in.results[0].replace_all_uses_with(
+                    at.unary("stablehlo.reshape", element, types.scalar_i32))
+                stand_in.erase()
+        if existing:
+            results[-1] = vector_type
+        else:
+            results.append(vector_type)
+            func.attributes["res_attrs"] = _appended(func, "res_attrs", len(results) - 1,
+                                                     "jax.result_info")
+        emit.op("func.return", [*operands, measured], [])
+        ret.erase()
+        func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+        func.attributes[DELAYED_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                           total)
+
+
+def _appended(func: ir.Operation, name: str, count: int, info: str) -> ir.ArrayAttr:
+    """``func``'s ``arg_attrs`` or ``res_attrs`` (``count`` entries) with one more: the
+    exponent vector's name, replicated where the module is sharded (as every scale is)."""
+    entries = list(ir.ArrayAttr(func.attributes[name])) if name in func.attributes else []
+    entries += [ir.DictAttr.get({})] * (count - len(entries))
+    attrs: dict[str, ir.Attribute] = {info: ir.StringAttr.get(ARG_NAME)}
+    for entry in entries:
+        text = str(entry)
+        if "#sdy.sharding<" in text:
+            mesh = text.split("#sdy.sharding<", 1)[1].split(",", 1)[0]
+            attrs["sdy.sharding"] = ir.Attribute.parse(f"#sdy.sharding<{mesh}, [{{}}]>")
+            break
+        if "mhlo.sharding" in text:
+            attrs["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
+            break
+    return ir.ArrayAttr.get([*entries, ir.DictAttr.get(attrs)])
+
+
+def delayed_count(module: ir.Module) -> int:
+    """How many delayed exponents the module's entry function returns (0: none)."""
+    return delayed_count_of(entry_function(module))
+
+
+def delayed_count_of(func: ir.Operation) -> int:
+    attributes = func.attributes
+    return ir.IntegerAttr(attributes[DELAYED_ATTR]).value if DELAYED_ATTR in attributes else 0
+
+
+def with_delayed_mode(passes: Sequence[ModulePass], mode: str) -> list[ModulePass]:
+    """``passes`` with ``delayed-statistics`` set to ``mode`` in every pass that has it
+    (scalify's rescale points, fp8-dots' amaxes: the two must agree)."""
+    return [dataclasses.replace(p, delayed_statistics=mode)
+            if any(o.field == "delayed_statistics" for o in p.options()) else p
+            for p in passes]

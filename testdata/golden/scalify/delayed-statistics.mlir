@@ -1,0 +1,74 @@
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{delayed-statistics=use}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{delayed-statistics=measure}' | filecheck %s --check-prefix MEASURE
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline scalify | filecheck %s --check-prefix NONE
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{delayed-statistics=use},fp8-dots{delayed-statistics=use}' | filecheck %s --check-prefix FP8
+
+// Delayed statistics: the entry function's rescale points apply the exponents of one more
+// argument (the previous call's) and return the ones they measure as one more result, so
+// that no data waits for a statistic (in a sharded step each statistic is an all-reduce, and
+// chained they cannot be combined). The second dot reads the first point's data, shifted by
+// the given exponent 0, not by anything measured. measure: the function applies what it
+// measures and returns it (a first call); none: no extra argument or result. fp8-dots adds
+// its dots' amax shifts after scalify's points (two operands of two dots: 2 + 4 exponents).
+
+// CHECK-LABEL: func.func @two_points
+// CHECK-SAME:    %arg4: tensor<2xi32> {jax.arg_info = "delayed_exponents"}
+// CHECK-SAME:    -> ({{.*}}, tensor<2xi32> {jax.result_info = "delayed_exponents"})
+// CHECK-SAME:    scalify.delayed_exponents = 2
+// CHECK:         [[G0:%.*]] = stablehlo.slice %arg4 [0:1]
+// CHECK:         [[G1:%.*]] = stablehlo.slice %arg4 [1:2]
+// CHECK:         [[D0:%.*]] = stablehlo.dot_general %arg0, %arg2
+// CHECK:         [[S0:%.*]] = stablehlo.clamp {{.*}} : (tensor<f32>, tensor<4x8xf32>, tensor<f32>)
+// CHECK:         [[F0:%.*]] = stablehlo.is_finite
+// CHECK:         [[N0:%.*]] = stablehlo.convert {{.*}} : (tensor<4x8xf32>) -> tensor<4x8xf16>
+// CHECK:         stablehlo.dot_general [[N0]], %arg2
+// CHECK:         [[M:%.*]] = stablehlo.concatenate {{.*}} : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+// CHECK:         return {{.*}}, [[M]] : tensor<4x8xf16>, tensor<f32>, tensor<2xi32>
+// MEASURE-LABEL: func.func @two_points
+// MEASURE-SAME:    %arg3: tensor<f32>)
+// MEASURE-SAME:    -> ({{.*}}, tensor<2xi32> {jax.result_info = "delayed_exponents"})
+// MEASURE-NOT:     stablehlo.is_finite
+// MEASURE:         return {{.*}} : tensor<4x8xf16>, tensor<f32>, tensor<2xi32>
+// FP8-LABEL:     func.func @two_points
+// FP8-SAME:        %arg4: tensor<6xi32> {jax.arg_info = "delayed_exponents"}
+// FP8-SAME:        -> ({{.*}}, tensor<6xi32> {jax.result_info = "delayed_exponents"})
+// FP8-SAME:        scalify.delayed_exponents = 6
+// FP8:             stablehlo.slice %arg4 [5:6]
+// FP8:             stablehlo.convert {{.*}} -> tensor<4x8xf8E4M3FN>
+// FP8:             return {{.*}} : tensor<4x8xf16>, tensor<f32>, tensor<6xi32>
+// NONE-LABEL:    func.func @two_points
+// NONE-NOT:        delayed_exponents
+// NONE:            return {{.*}} : tensor<4x8xf16>, tensor<f32>
+func.func @two_points(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] {scalify.rescale = "amax:nearest"} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = stablehlo.dot_general %0, %w, contracting_dims = [1] x [0] {scalify.rescale = "amax:nearest"} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+// A point inside a loop measures and applies its statistic as before (each iteration's data
+// is its own): only top-level points are delayed, so this function has none.
+
+// CHECK-LABEL: func.func @in_a_loop
+// CHECK-NOT:     delayed_exponents
+// FP8-LABEL:   func.func @in_a_loop
+// FP8-NOT:       delayed_exponents
+// CHECK:         stablehlo.while
+// CHECK:           stablehlo.reduce
+// CHECK:         return
+func.func @in_a_loop(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c3 = stablehlo.constant dense<3> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, tensor<4xf32>
+    cond {
+      %p = stablehlo.compare LT, %i, %c3 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    } do {
+      %m = stablehlo.multiply %v, %v {scalify.rescale = "amax:nearest"} : tensor<4xf32>
+      %n = stablehlo.add %i, %c1 : tensor<i32>
+      stablehlo.return %n, %m : tensor<i32>, tensor<4xf32>
+    }
+  return %r#1 : tensor<4xf32>
+}
