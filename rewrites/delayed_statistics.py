@@ -44,6 +44,9 @@ class DelayedExponents:
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
+        # The scope of the entry function's block: only its points are delayed (a region
+        # of its own, a shard_map body or a loop's, has its own data per run).
+        self.scope: object | None = None
         self.measured: list[ir.Value] = []  # this call's exponent per point (rank-0 i32)
         self._given: list[ir.Operation] = []  # per point, what stands for the given one
 

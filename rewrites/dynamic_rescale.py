@@ -71,7 +71,9 @@ class Rescaler:
         inverse = emit.unary("stablehlo.bitcast_convert", emit.op("stablehlo.select", [
             usable, emit.binary("stablehlo.subtract", emit.int_scalar(254 << 23), bits, i32),
             emit.int_scalar(127 << 23)], [i32]).result, self.state.types.scalar_f32)
-        delayed = self.state.delayed if delayable and self.parent is None else None
+        delayed = self.state.delayed
+        if delayed is not None and not (delayable and delayed.scope is self):
+            delayed = None  # only the entry block's points (not a loop's or a region's)
         if delayed is None:
             data = emit.convert(emit.times_factor(wide, inverse), value.data_element())
         # The scale moves by the same exponent, or, for all-zero data (which no factor

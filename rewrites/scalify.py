@@ -72,6 +72,8 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
             arg_locs.append(scale_location(arg.location))
     block = new_func.regions[0].blocks.append(*split.new_inputs(), arg_locs=arg_locs)
     scope = Scope(state, block)
+    if state.delayed is not None:
+        state.delayed.scope = scope
     scope.bind_flat(list(old_block.arguments), list(block.arguments), f32_scales=True)
     for arg in old_block.arguments:
         boundary.decode(scope, arg)

@@ -72,3 +72,23 @@ func.func @in_a_loop(%x: tensor<4xf32>) -> tensor<4xf32> {
     }
   return %r#1 : tensor<4xf32>
 }
+
+// -----
+
+// A shard_map body (sdy.manual_computation) is a region of its own: its points measure and
+// apply on each device's data, and the function has no delayed exponent.
+
+// CHECK-LABEL: func.func @in_a_manual_region
+// CHECK-NOT:     delayed_exponents
+// CHECK:         sdy.manual_computation
+// CHECK:         return
+module @in_a_manual_region attributes {mhlo.num_partitions = 2 : i32} {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func @in_a_manual_region(%x: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+    %r = sdy.manual_computation(%x) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%local: tensor<2xf32>) {
+      %m = stablehlo.multiply %local, %local {scalify.rescale = "amax:nearest"} : tensor<2xf32>
+      sdy.return %m : tensor<2xf32>
+    } : (tensor<4xf32>) -> tensor<4xf32>
+    return %r : tensor<4xf32>
+  }
+}
