@@ -218,7 +218,11 @@ def doc_section(result: dict[str, Any]) -> str:
         "combine them); KiB moved: "
         "result sizes of the collectives per device; *outputs off*: output leaves whose "
         "sharding differs from jax.jit's; step time against the original on the simulated "
-        "devices (rough: 8 devices share the host's cores).\n\n"
+        "devices (rough: 8 devices share the host's cores). *-delayed*: the policy with "
+        "`statistics=\"delayed\"`, measured on a call fed the outputs of the one before (its "
+        "second program; compile s includes both, and the first call); the constraint step's "
+        "output is sharded where its argument is not, so feeding it back adds an all-gather."
+        "\n\n"
         + markdown_table(headers, body) + "\n" + h100)
 
 

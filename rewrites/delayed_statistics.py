@@ -11,9 +11,11 @@ moves by a binade or two, and f16 has fifteen above unit scale; a value that a s
 exponent would overflow saturates at the data type's largest finite value instead of
 becoming inf (an inf of the wide value stays inf).
 
-The entry function's top-level rescale points (the ``rescale`` pass's; points inside loops
-and other regions measure and apply their statistic as before), in the order the rewrite
-meets them, are numbered 0..K-1. With ``delayed-statistics=measure`` the function returns
+The statistics of the entry function's own block (the ``rescale`` pass's points and the
+narrowing of a wide value to the data type, in ``scalify``; then the FP8 operands' amax
+shifts, in ``fp8-dots``, which appends its own; points inside loops, shard_map bodies and
+other regions measure and apply their statistic as before), in the order the passes meet
+them, are numbered 0..K-1. With ``delayed-statistics=measure`` the function returns
 the exponents it applied as one more result, a ``tensor<Kxi32>``; with ``use`` it also takes
 one more argument of that type, the exponents to apply, and returns the ones it measured. A
 caller runs the ``measure`` program once (the first step: its exponents are the measured
