@@ -298,8 +298,8 @@ class Scalify(ModulePass):
         "their exponent: none (the statistic they measure), measure (that, and the function "
         "returns the exponents as one more tensor<Kxi32> result) or use (the exponents of one "
         "more tensor<Kxi32> argument, the previous call's, and it returns the measured ones: "
-        "the statistics no longer wait for each other, one all-reduce per step where the step "
-        "is sharded)", DELAYED_MODES)
+        "the statistics no longer wait for each other: where the step is sharded, XLA combines "
+        "their all-reduces instead of running one after another)", DELAYED_MODES)
 
     def validate(self) -> None:
         if self.square_format != "none" and not resolve_square_encoding(

@@ -80,10 +80,11 @@ class Policy:
         moving average with b1 = 0.9 that are below 6% of it; stochastic rounding keeps them
         in expectation (measured: MNIST and char-GPT train slightly better, how-it-works.md).
     statistics: current (each rescale point applies the exponent it measures) or delayed
-        (the entry function's top-level rescale points apply the exponent the previous call
-        measured and return theirs for the next: no data waits for a statistic, so a sharded
-        step's statistics are independent all-reduces that XLA combines, one per step
-        instead of a chain of them; the first call measures and applies, as ``current``).
+        (the entry function's top-level rescale points and FP8 amaxes apply the exponent the
+        previous call measured and return theirs for the next: no data waits for a
+        statistic, so a sharded step's statistics are independent all-reduces that XLA
+        combines, one or two per step instead of a chain of one per statistic; the first
+        call measures and applies, as ``current``).
         ``compile_scaled`` carries the exponents in the bank of scales from one call to the
         next when a call's outputs are fed back.
     scale_packing: which scalar scale arithmetic ``simplify`` computes once into packed
