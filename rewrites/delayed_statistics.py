@@ -34,6 +34,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, Types
 from scalify_hlo.rewrites.registry import ModulePass
+from scalify_hlo.rewrites.signature_split import dict_attr, replicated_attrs
 from scalify_hlo.symbols import DELAYED_ATTR, entry_function
 
 # The scalify pass's ``delayed-statistics`` option.
@@ -126,18 +127,12 @@ class DelayedExponents:
 def _appended(func: ir.Operation, name: str, count: int, info: str) -> ir.ArrayAttr:
     """``func``'s ``arg_attrs`` or ``res_attrs`` (``count`` entries) with one more: the
     exponent vector's name, replicated where the module is sharded (as every scale is)."""
-    entries = list(ir.ArrayAttr(func.attributes[name])) if name in func.attributes else []
+    array = func.attributes[name] if name in func.attributes else None
+    entries = list(ir.ArrayAttr(array)) if array is not None else []
     entries += [ir.DictAttr.get({})] * (count - len(entries))
-    attrs: dict[str, ir.Attribute] = {info: ir.StringAttr.get(ARG_NAME)}
-    for entry in entries:
-        text = str(entry)
-        if "#sdy.sharding<" in text:
-            mesh = text.split("#sdy.sharding<", 1)[1].split(",", 1)[0]
-            attrs["sdy.sharding"] = ir.Attribute.parse(f"#sdy.sharding<{mesh}, [{{}}]>")
-            break
-        if "mhlo.sharding" in text:
-            attrs["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
-            break
+    sharded = next((dict_attr(array, index) for index in range(len(entries) if array else 0)
+                    if "sharding" in str(entries[index])), {})
+    attrs = {info: ir.StringAttr.get(ARG_NAME), **replicated_attrs(sharded, rank=1)}
     return ir.ArrayAttr.get([*entries, ir.DictAttr.get(attrs)])
 
 

@@ -74,7 +74,7 @@ class Rescaler:
         delayed = self.state.delayed
         if delayed is not None and not (delayable and delayed.scope is self):
             delayed = None  # only the entry block's points (not a loop's or a region's)
-        if delayed is None:
+        if delayed is None or delayed.mode != "use":  # applies what it measures
             data = emit.convert(emit.times_factor(wide, inverse), value.data_element())
         # The scale moves by the same exponent, or, for all-zero data (which no factor
         # changes), to where an all-zero argument's is.
@@ -82,9 +82,7 @@ class Rescaler:
                                              self._zero_shift(value, statistic)], [i32]).result
         if delayed is not None:
             applied = delayed.exponent(emit, moved)
-            if applied is moved:  # a first call's program measures and applies
-                data = emit.convert(emit.times_factor(wide, inverse), value.data_element())
-            else:  # the previous call's
+            if applied is not moved:  # the previous call's
                 moved = applied
                 data = self._shifted_saturating(wide, moved, value.data_element())
         self.state.context.bump("scalify.rescaled")

@@ -25,22 +25,27 @@ from scalify_hlo.rewrites.scope import Scope
 _SDY_MESH_RE = re.compile(r"#sdy\.sharding<(@[\w.$-]+|mesh<[^>]*>)")
 
 
-def _dict_attr(attrs: ir.Attribute | None, index: int) -> dict[str, ir.Attribute]:
+def dict_attr(attrs: ir.Attribute | None, index: int) -> dict[str, ir.Attribute]:
     if attrs is None:
         return {}
     entry = ir.DictAttr(ir.ArrayAttr(attrs)[index])
     return {named.name: named.attr for named in (entry[i] for i in range(len(entry)))}
 
 
-def _scale_attrs(data_attrs: dict[str, ir.Attribute]) -> dict[str, ir.Attribute]:
-    """A scale is replicated wherever its data is sharded."""
+def replicated_attrs(data_attrs: dict[str, ir.Attribute], rank: int = 0
+                     ) -> dict[str, ir.Attribute]:
+    """The sharding attributes of a value of ``rank`` replicated on the mesh of
+    ``data_attrs``: a scale is replicated wherever its data is sharded (and so is the
+    vector of delayed exponents)."""
     attrs: dict[str, ir.Attribute] = {}
     if "mhlo.sharding" in data_attrs:
         attrs["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
     if "sdy.sharding" in data_attrs:
         match = _SDY_MESH_RE.search(str(data_attrs["sdy.sharding"]))
         if match:
-            attrs["sdy.sharding"] = ir.Attribute.parse(f"#sdy.sharding<{match.group(1)}, []>")
+            dims = ", ".join(["{}"] * rank)
+            attrs["sdy.sharding"] = ir.Attribute.parse(
+                f"#sdy.sharding<{match.group(1)}, [{dims}]>")
     return attrs
 
 
@@ -144,14 +149,14 @@ class SignatureSplit:
     def new_arg_attrs(self) -> ir.ArrayAttr:
         entries: list[ir.Attribute] = []
         for index, t in enumerate(self.inputs):
-            attrs = self._remap_aliasing(_dict_attr(self.arg_attrs, index))
+            attrs = self._remap_aliasing(dict_attr(self.arg_attrs, index))
             name = self.arg_names[index]
             if not is_scalable_type(t):
                 entries.append(ir.DictAttr.get(_with_name(attrs, name)))
                 continue
             data_attrs = _with_name(attrs, half_name(name, DATA_SUFFIX))
             entries.append(ir.DictAttr.get(_encoded(data_attrs, self.encoded_inputs[index])))
-            entries.append(ir.DictAttr.get(_with_name(_scale_attrs(attrs),
+            entries.append(ir.DictAttr.get(_with_name(replicated_attrs(attrs),
                                                       half_name(name, SCALE_SUFFIX))))
         return ir.ArrayAttr.get(entries)
 
@@ -164,11 +169,11 @@ class SignatureSplit:
     def new_res_attrs(self) -> ir.ArrayAttr:
         entries: list[ir.Attribute] = []
         for index, t in enumerate(self.results):
-            attrs = _dict_attr(self.res_attrs, index)
+            attrs = dict_attr(self.res_attrs, index)
             if is_scalable_type(t):
                 entries.append(ir.DictAttr.get(_encoded(_with_suffix(attrs, ".data"),
                                                         self.encoded_results[index])))
-                scale_attrs = _scale_attrs(attrs)
+                scale_attrs = replicated_attrs(attrs)
                 if "jax.result_info" in attrs:
                     scale_attrs["jax.result_info"] = attrs["jax.result_info"]
                 entries.append(ir.DictAttr.get(_with_suffix(scale_attrs, ".scale")))

@@ -23,8 +23,9 @@ from scalify_hlo.names import (
     argument_names,
     result_names,
 )
+from scalify_hlo.rewrites.delayed_statistics import delayed_count_of
 from scalify_hlo.signature import EntrySignature, signature_of_type
-from scalify_hlo.symbols import DELAYED_ATTR, entry_function
+from scalify_hlo.symbols import entry_function
 
 # Path components that name a second moment (optax's Adam, AdamW, RMSProp...: ``nu``).
 SQUARE_NAMES = ("nu",)
@@ -62,9 +63,8 @@ def module_info(source: str | bytes, filename: str = "-") -> ModuleInfo:
         arguments = func.regions[0].blocks[0].arguments
         squares = frozenset(index for index, arg in enumerate(arguments)
                             if is_square_name(names[index]) or _reaches_root(arg, functions))
-        delayed = (ir.IntegerAttr(func.attributes[DELAYED_ATTR]).value
-                   if DELAYED_ATTR in func.attributes else 0)
-        return ModuleInfo(tuple(names), tuple(result_names(func)), original, squares, delayed)
+        return ModuleInfo(tuple(names), tuple(result_names(func)), original, squares,
+                          delayed_count_of(func))
 
 
 def _original_signature(func: ir.Operation) -> EntrySignature | None:

@@ -142,26 +142,18 @@ class Policy:
         if self.square_dtype != "auto" and self.square_dtype not in _DATA_DTYPE_NAMES:
             raise ScalifyError(f"unsupported square_dtype '{self.square_dtype}' "
                                f"(use auto, float32, bfloat16 or float16)")
-        if self.square_encoding not in SQUARE_ENCODINGS:
-            raise ScalifyError(f"unknown square_encoding '{self.square_encoding}' "
-                               f"(use {', '.join(SQUARE_ENCODINGS)})")
-        if self.square_rounding not in SQUARE_ROUNDINGS:
-            raise ScalifyError(f"unknown square_rounding '{self.square_rounding}' "
-                               f"(use {', '.join(SQUARE_ROUNDINGS)})")
         for field, name in (("square_format", self.square_format),
                             ("moment_format", self.moment_format)):
             if name != "none" and name not in _FP8_FORMAT_NAMES:
                 raise ScalifyError(f"unsupported {field} '{name}' "
                                    f"(use none, float8_e4m3fn or float8_e5m2)")
-        if self.moment_rounding not in SQUARE_ROUNDINGS:
-            raise ScalifyError(f"unknown moment_rounding '{self.moment_rounding}' "
-                               f"(use {', '.join(SQUARE_ROUNDINGS)})")
-        if self.scale_packing not in PACK_SCALES:
-            raise ScalifyError(f"unknown scale_packing '{self.scale_packing}' "
-                               f"(use {', '.join(PACK_SCALES)})")
-        if self.statistics not in STATISTICS:
-            raise ScalifyError(f"unknown statistics '{self.statistics}' "
-                               f"(use {', '.join(STATISTICS)})")
+        for field, choices in (("square_encoding", SQUARE_ENCODINGS),
+                               ("square_rounding", SQUARE_ROUNDINGS),
+                               ("moment_rounding", SQUARE_ROUNDINGS),
+                               ("scale_packing", PACK_SCALES), ("statistics", STATISTICS)):
+            if getattr(self, field) not in choices:
+                raise ScalifyError(f"unknown {field} '{getattr(self, field)}' "
+                                   f"(use {', '.join(choices)})")
         if self.min_dot_size < 0:
             raise ScalifyError("min_dot_size must be >= 0")
         self.passes()  # what only the passes check (the exclude pattern) fails here too
