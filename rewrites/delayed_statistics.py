@@ -35,11 +35,21 @@ from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import Emitter, Types
 from scalify_hlo.rewrites.registry import ModulePass
 from scalify_hlo.rewrites.signature_split import dict_attr, replicated_attrs
-from scalify_hlo.symbols import DELAYED_ATTR, entry_function
+from scalify_hlo.symbols import DELAYED_ATTR, entry_function, partition_count
 
-# The scalify pass's ``delayed-statistics`` option.
-MODES = ("none", "measure", "use")
+# The scalify pass's ``delayed-statistics`` option (``auto``: see ``resolved_mode``).
+MODES = ("none", "measure", "use", "auto")
 ARG_NAME = "delayed_exponents"
+
+
+def resolved_mode(mode: str, module: ir.Module) -> str:
+    """``auto`` as ``measure`` for a module that JAX's SPMD partitioner splits over several
+    devices (there each statistic of a sharded tensor is an all-reduce, and current ones
+    chain) and as ``none`` for one device (where a chain costs kernels, not latency, and a
+    step keeps one program); any other mode as it is."""
+    if mode != "auto":
+        return mode
+    return "measure" if partition_count(module) > 1 else "none"
 
 
 class DelayedExponents:

@@ -36,7 +36,7 @@ from scalify_hlo.errors import PipelineError
 from scalify_hlo.module_io import short_location
 from scalify_hlo.name_stack import has_name_stack, is_backward
 from scalify_hlo.rewrites.delayed_statistics import MODES as DELAYED_MODES
-from scalify_hlo.rewrites.delayed_statistics import DelayedExponents
+from scalify_hlo.rewrites.delayed_statistics import DelayedExponents, resolved_mode
 from scalify_hlo.rewrites.emitter import (
     Emitter,
     Types,
@@ -324,8 +324,8 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
                      f"forward format {options.forward} (export with debug info to use "
                      f"{options.gradient} for gradients)")
     context.bump("fp8-dots.dots", len(dots))
-    delayed = (DelayedExponents(options.delayed_statistics)
-               if options.delayed_statistics != "none" and dots else None)
+    delayed_mode = resolved_mode(options.delayed_statistics, module)
+    delayed = DelayedExponents(delayed_mode) if delayed_mode != "none" and dots else None
     entry = entry_function(module) if delayed is not None else None
     for op in dots:
         reason = _ineligible(op, options)
@@ -365,7 +365,8 @@ class Fp8Dots(ModulePass):
         "none", "where the amax shifts of the entry function's top-level dots come from: none "
         "(the amax they measure), measure (that, returned with the function's delayed "
         "exponents, see scalify's option of the same name) or use (the previous call's, from "
-        "the function's delayed-exponents argument; the measured ones are returned)",
+        "the function's delayed-exponents argument; the measured ones are returned) or auto "
+        "(measure where the module is partitioned over several devices, none otherwise)",
         DELAYED_MODES)
 
     def validate(self) -> None:

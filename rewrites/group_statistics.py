@@ -38,6 +38,7 @@ from scalify_hlo.rewrites.emitter import Emitter, ops_named, splat_constant_valu
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 from scalify_hlo.rewrites.scale_epochs import is_chain_op, move_to_epochs
+from scalify_hlo.symbols import partition_count
 
 # Elements per row of the concatenated rows (a power of two: XLA's row reduction tiles it).
 ROW = 2048
@@ -352,13 +353,6 @@ def group_block(block: ir.Block) -> int:
     return sum(len(members) for _, members in groups)
 
 
-def is_partitioned(module: ir.Module) -> bool:
-    """Whether JAX's SPMD partitioner splits the module over several devices."""
-    attributes = module.operation.attributes
-    return ("mhlo.num_partitions" in attributes
-            and ir.IntegerAttr(attributes["mhlo.num_partitions"]).value > 1)
-
-
 def group_statistics(module: ir.Module) -> int:
     """Group the statistics of every block that holds two or more; returns how many
     reductions were merged. A partitioned module is left as it is: rows cut from tensors
@@ -366,7 +360,7 @@ def group_statistics(module: ir.Module) -> int:
     partitioner moves whole tensors, and the outputs' shardings change), while statistics
     taken at the same point are already one combined all-reduce there (XLA combines
     independent all-reduces)."""
-    if is_partitioned(module):
+    if partition_count(module) > 1:
         return 0
     counts: dict[ir.Block, int] = {}  # in walk order
     for reduce in ops_named(module.operation, "stablehlo.reduce"):

@@ -16,7 +16,7 @@ from scalify_hlo.names import ORIGINAL_TYPE_ATTR
 from scalify_hlo.rewrites import rule_impls
 from scalify_hlo.rewrites.boundary_storage import BoundaryStorage
 from scalify_hlo.rewrites.delayed_statistics import MODES as DELAYED_MODES
-from scalify_hlo.rewrites.delayed_statistics import DelayedExponents
+from scalify_hlo.rewrites.delayed_statistics import DelayedExponents, resolved_mode
 from scalify_hlo.rewrites.drift import compounding_constant_adds
 from scalify_hlo.rewrites.emitter import dtype_name, float_type, is_scalable_type
 from scalify_hlo.rewrites.hand_back import handed_back
@@ -189,6 +189,7 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
     context.bump("inline.calls-inlined", inline_calls(module))
     remove_unused_private_functions(module)
     dtype = data_dtype_name(options.data_dtype)
+    delayed_mode = resolved_mode(options.delayed_statistics, module)
     state = ScalifyState(
         data_dtype=float_type(dtype),
         strict=options.strict,
@@ -197,8 +198,7 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         rules={name: rule.family.apply for name, rule in RULES.items()},
         fallback=rule_impls.rule_fallback,
         clone=rule_impls.rule_unscaled,
-        delayed=(DelayedExponents(options.delayed_statistics)
-                 if options.delayed_statistics != "none" else None),
+        delayed=(DelayedExponents(delayed_mode) if delayed_mode != "none" else None),
     )
     func = entry_function(module)
     if state.common_scale_rule == "first":
@@ -299,7 +299,8 @@ class Scalify(ModulePass):
         "returns the exponents as one more tensor<Kxi32> result) or use (the exponents of one "
         "more tensor<Kxi32> argument, the previous call's, and it returns the measured ones: "
         "the statistics no longer wait for each other: where the step is sharded, XLA combines "
-        "their all-reduces instead of running one after another)", DELAYED_MODES)
+        "their all-reduces instead of running one after another) or auto (measure where the "
+        "module is partitioned over several devices, none otherwise)", DELAYED_MODES)
 
     def validate(self) -> None:
         if self.square_format != "none" and not resolve_square_encoding(

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.symbols import partition_count
 
 H100_TARGET = Path(__file__).with_name("h100_sxm.txtpb")
 F8_GEMM = "__cublas$lt$matmul$f8"
@@ -109,17 +110,6 @@ def h100_topology(devices: int = 1) -> Any:
                            f"{_MISSING}") from None
 
 
-def _partitions(module: Any) -> int:
-    """The module's ``mhlo.num_partitions`` (1 when it has none): how many GPUs a sharded
-    step is compiled for."""
-    from jax.extend.mlir import ir
-
-    attributes = module.operation.attributes
-    if "mhlo.num_partitions" not in attributes:
-        return 1
-    return max(1, ir.IntegerAttr(attributes["mhlo.num_partitions"]).value)
-
-
 def compile_h100(module: str | bytes, triton_gemm: bool = False) -> GpuCompile:
     """Compile a StableHLO module (text or bytecode) for an H100 and count what it became.
     A partitioned module (``mhlo.num_partitions`` N > 1, what ``jax.jit`` of a sharded step
@@ -136,7 +126,7 @@ def compile_h100(module: str | bytes, triton_gemm: bool = False) -> GpuCompile:
             parsed = ir.Module.parse(module)
         except ir.MLIRError as exc:
             raise ScalifyError(f"cannot parse the module: {' '.join(str(exc).split())}") from None
-        partitions = _partitions(parsed)
+        partitions = partition_count(parsed)
         topology = h100_topology(partitions)
         if partitions == 1:
             options = xla_client.CompileOptions()

@@ -39,9 +39,10 @@ def pair_module(module: LoadedModule, info: ModuleInfo) -> Pairing | None:
     if info.delayed:
         raise InputError(f"{module.name}: it returns the exponents of {info.delayed} delayed "
                          "statistics (scalify.delayed_exponents, the scalify pass's "
-                         "delayed-statistics option), which the next call takes: run the step "
-                         "through compile_scaled (Policy(statistics='delayed')), which carries "
-                         "them from one call to the next")
+                         "delayed-statistics option, auto for a partitioned module), which the "
+                         "next call takes: run the step through compile_scaled, which carries "
+                         "them from one call to the next, or rewrite it with "
+                         "delayed-statistics=none")
     dtypes = scaled_data_dtypes(info.original, module.signature)
     if dtypes is None:
         if info.original != module.signature:

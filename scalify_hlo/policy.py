@@ -79,12 +79,15 @@ class Policy:
         FP8 format: E4M3FN's 3 significand bits make nearest rounding drop the changes of a
         moving average with b1 = 0.9 that are below 6% of it; stochastic rounding keeps them
         in expectation (measured: MNIST and char-GPT train slightly better, how-it-works.md).
-    statistics: current (each rescale point applies the exponent it measures) or delayed
+    statistics: current (each rescale point applies the exponent it measures), delayed
         (the entry function's top-level rescale points and FP8 amaxes apply the exponent the
         previous call measured and return theirs for the next: no data waits for a
         statistic, so a sharded step's statistics are independent all-reduces that XLA
         combines, one or two per step instead of a chain of one per statistic; the first
-        call measures and applies, as ``current``).
+        call measures and applies, as ``current``) or auto (the default: delayed where the
+        exported step is partitioned over several devices, where the chain is one
+        all-reduce per statistic; current on one device, where it costs kernels, not
+        latency, and the step keeps one program).
         ``compile_scaled`` carries the exponents in the bank of scales from one call to the
         next when a call's outputs are fed back.
     scale_packing: which scalar scale arithmetic ``simplify`` computes once into packed
@@ -113,7 +116,7 @@ class Policy:
     moment_format: str = "none"
     moment_rounding: str = "stochastic"
     scale_packing: str = "arguments"
-    statistics: str = "current"
+    statistics: str = "auto"
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
@@ -191,15 +194,13 @@ class Policy:
                               square_format=_STATE_FORMAT_NAMES[self.square_format],
                               moment_format=_STATE_FORMAT_NAMES[self.moment_format],
                               moment_rounding=self.moment_rounding,
-                              delayed_statistics=("measure" if self.statistics == "delayed"
-                                                  else "none")))
+                              delayed_statistics=_DELAYED_MODE[self.statistics]))
         if self.fp8_dots:
             passes.append(Fp8Dots(forward_format=_FP8_FORMAT_NAMES[self.forward_format],
                                   gradient_format=_FP8_FORMAT_NAMES[self.gradient_format],
                                   scaling=self.fp8_scaling, min_size=self.min_dot_size,
                                   exclude=self.exclude,
-                                  delayed_statistics=("measure" if self.statistics == "delayed"
-                                                      else "none")))
+                                  delayed_statistics=_DELAYED_MODE[self.statistics]))
         passes.append(Simplify(pack_scales=self.scale_packing))
         return passes
 
@@ -210,8 +211,10 @@ class Policy:
         return ",".join(p.text(_SPELLED_OUT.get(p.name, ())) for p in self.passes())
 
 
-# Where rescale points take their exponent (Policy.statistics).
-STATISTICS = ("current", "delayed")
+# Where rescale points take their exponent (Policy.statistics), and the passes' option for
+# each (a delayed step's first program measures; compile_scaled builds the one that uses).
+_DELAYED_MODE = {"auto": "auto", "current": "none", "delayed": "measure"}
+STATISTICS = tuple(_DELAYED_MODE)
 
 # Options the policy's pipeline text names even at their defaults.
 _SPELLED_OUT = {"rescale": ("at", "method", "rounding"), "scalify": ("data-dtype",),

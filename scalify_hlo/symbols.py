@@ -18,6 +18,15 @@ SCALE_ARGS_ATTR = "scalify.scale_args"
 DELAYED_ATTR = "scalify.delayed_exponents"
 
 
+def partition_count(module: ir.Module) -> int:
+    """The module's ``mhlo.num_partitions``, how many devices JAX's SPMD partitioner splits it
+    over (what ``jax.jit`` of a sharded step lowers to); 1 when it has none."""
+    attributes = module.operation.attributes
+    if "mhlo.num_partitions" not in attributes:
+        return 1
+    return max(1, ir.IntegerAttr(attributes["mhlo.num_partitions"]).value)
+
+
 def function_name(func: ir.Operation) -> str:
     return ir.StringAttr(func.attributes["sym_name"]).value
 

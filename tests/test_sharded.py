@@ -69,7 +69,8 @@ for name, policies in (("data_parallel", ["f32", "default"]), ("fsdp", ["default
             "again_same": same_shardings(again, want),
             "fallbacks": len(scaled.report().warnings),
             "all_reduces": all_reduces(scaled.lower(*args).compile()),
-            "original_all_reduces": original_all_reduces}
+            "fed_back_all_reduces": all_reduces(scaled.lower(*out[:-1], *args[-2:]).compile()),
+            "delayed_points": scaled._delayed, "original_all_reduces": original_all_reduces}
 
 # shard_map: psum of gradients, psum of their squares; and 4 steps of training.
 step, args = setups.setup("shard_map")
@@ -216,3 +217,13 @@ def test_delayed_statistics_take_one_combined_all_reduce(report: dict[str, Any])
     assert found["current_all_reduces"] > found["all_reduces"], found
     assert max(found["errors"]) < 1e-3, found
     assert all(found["same"]), found
+
+
+def test_default_policy_delays_statistics_of_a_partitioned_step(report: dict[str, Any]) -> None:
+    """Policy() (statistics="auto") delays the statistics of a step that is partitioned:
+    a data-parallel call fed the outputs of the one before takes at most the original's
+    all-reduces plus two; the f32 policy has no rescale point and keeps one program."""
+    found = report["data_parallel/default"]
+    assert found["delayed_points"] > 2, found
+    assert found["fed_back_all_reduces"] <= found["original_all_reduces"] + 2, found
+    assert report["data_parallel/f32"]["delayed_points"] == 0

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scalify_hlo.errors import ScalifyError
+from scalify_hlo.symbols import partition_count
 from scalify_hlo.targets.result import TargetCompileResult
 
 # What libtpu reads when it loads: skip the metadata server and the multi-host handshake
@@ -91,15 +92,6 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _partitions(module: Any) -> int:
-    attribute = module.operation.attributes
-    if "mhlo.num_partitions" in attribute:
-        from jax.extend.mlir import ir
-
-        return ir.IntegerAttr(attribute["mhlo.num_partitions"]).value
-    return 1
-
-
 def compile_module(source: str | bytes, target: str = "v6e") -> TargetCompileResult:
     """Compile a StableHLO module (text, bytecode or portable artifact) for ``target``.
 
@@ -113,7 +105,7 @@ def compile_module(source: str | bytes, target: str = "v6e") -> TargetCompileRes
     devices = topology(target).devices
     with module_io.ir_context():
         module = module_io.parse_module(source)
-        count = _partitions(module)
+        count = partition_count(module)
         if count > len(devices):
             raise ScalifyError(f"the module is partitioned over {count} devices; "
                                f"'{target}' has {len(devices)}")
