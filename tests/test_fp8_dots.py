@@ -235,7 +235,9 @@ def test_default_policy_is_the_default_pipeline() -> None:
         assert Policy(data_dtype=data_dtype).rescale_at == ()
     assert passes["scalify"].data_dtype == "f16"
     assert passes["fp8-dots"] == Fp8Dots(forward_format="f8E4M3FN", gradient_format="f8E5M2",
-                                         min_size=0, exclude="", scaling="auto")
+                                         min_size=0, exclude="", scaling="auto",
+                                         delayed_statistics="auto")
+    assert passes["scalify"].delayed_statistics == "auto"  # measure where partitioned
     assert passes["scalify"].update == "f32"
 
 
@@ -249,7 +251,8 @@ def test_policy_options_round_trip_through_the_pipeline_parser() -> None:
     assert passes["rescale"] == Rescale(at=("gradients", "outputs"), method="rms")
     assert passes["scalify"].data_dtype == "bf16"
     assert passes["fp8-dots"] == Fp8Dots(forward_format="f8E5M2", gradient_format="f8E4M3FN",
-                                         min_size=4096, exclude="lm_head|embed", scaling="none")
+                                         min_size=4096, exclude="lm_head|embed", scaling="none",
+                                         delayed_statistics="auto")
     assert list(passes.values()) == policy.passes()
 
 
