@@ -66,10 +66,12 @@ from scalify_hlo import Policy, ScaledArray, compile_scaled, gpu_aot  # noqa: E4
 from scalify_hlo.scaled_array import is_scaled_leaf  # noqa: E402
 from scalify_hlo.targets.collectives import serial_collectives  # noqa: E402
 
+# statistics="auto" (the default) delays the statistics of these partitioned steps; the
+# -current policies take them as a single-device step does, one chain of all-reduces.
 POLICIES = {"f32": Policy(data_dtype="float32", fp8_dots=False),
             "f16": Policy(data_dtype="float16", fp8_dots=False), "default": Policy(),
-            "f16-delayed": Policy(data_dtype="float16", fp8_dots=False, statistics="delayed"),
-            "default-delayed": Policy(statistics="delayed")}
+            "f16-current": Policy(data_dtype="float16", fp8_dots=False, statistics="current"),
+            "default-current": Policy(statistics="current")}
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
 _COLLECTIVE = re.compile(r"=\s*(.+?)\s+(" + "|".join(KINDS) + r")(-start)?\(")
 _ARRAY = re.compile(r"\b(pred|[fsu]\d+|bf16|f8e\w+)\[([\d,]*)\]")
@@ -157,7 +159,7 @@ def measure(setup: str, model: str, policies: list[str], rounds: int,
         # the step's own outputs come back (plain arrays would add their split to the data
         # and scale pairs: a max over every sharded argument).
         inputs = scaled.scale_args(*args)
-        if POLICIES[policy].statistics == "delayed":  # the steady state: a call's outputs back
+        if scaled.delayed_text:  # delayed statistics: the steady state is a call fed back
             inputs = _fed_back(inputs, scaled(*inputs))
         lowered = scaled.lower(*inputs)
         program = lowered.compile()
@@ -218,9 +220,11 @@ def doc_section(result: dict[str, Any]) -> str:
         "combine them); KiB moved: "
         "result sizes of the collectives per device; *outputs off*: output leaves whose "
         "sharding differs from jax.jit's; step time against the original on the simulated "
-        "devices (rough: 8 devices share the host's cores). *-delayed*: the policy with "
-        "`statistics=\"delayed\"`, measured on a call fed the outputs of the one before (its "
-        "second program; compile s includes both, and the first call); the constraint step's "
+        "devices (rough: 8 devices share the host's cores). *f16* and *default* have "
+        "`statistics=\"auto\"` (the default), which delays the statistics of a partitioned "
+        "step: measured on a call fed the outputs of the one before (its second program; "
+        "compile s includes both, and the first call); *-current*: `statistics=\"current\"`, "
+        "one chain of statistics as on one device. The constraint step's "
         "output is sharded where its argument is not, so feeding it back adds an all-gather."
         "\n\n"
         + markdown_table(headers, body) + "\n" + h100)
