@@ -470,8 +470,9 @@ def test_report_records_say_how_each_op_is_scaled(transformer_fp8: ScaledStep) -
 def test_stages_are_the_module_after_each_pass(
         mlp: Case) -> None:
     step = mlp.step
-    assert list(step.stages) == ["exported", "inline", "scalify{data-dtype=f32}", "simplify"]
-    assert step.stage("scalify") is step.stages["scalify{data-dtype=f32}"]
+    scalify = "scalify{data-dtype=f32 delayed-statistics=auto}"
+    assert list(step.stages) == ["exported", "inline", scalify, "simplify"]
+    assert step.stage("scalify") is step.stages[scalify]
     exported = step.stage("exported")
     assert ".scale" not in exported and ".scale" in step.stage("scalify")
     with pytest.raises(KeyError, match="no stage 'fp8-dots'; stages: exported, inline"):
@@ -494,8 +495,8 @@ def test_stages_are_printed_only_when_asked_for(monkeypatch: pytest.MonkeyPatch)
     step = compile_scaled(fn, *args, policy=F32)
     assert printed == []
     assert step.stage("simplify") == step.text
-    assert len(printed) == 3 and list(step.stages)[1:] == ["inline", "scalify{data-dtype=f32}",
-                                                            "simplify"]
+    assert len(printed) == 3 and list(step.stages)[1:] == [
+        "inline", "scalify{data-dtype=f32 delayed-statistics=auto}", "simplify"]
 
 
 # ----- argument errors ----------------------------------------------------------------------
