@@ -1,8 +1,10 @@
 """The precision policy: what a user chooses, turned into a pass pipeline.
 
 A ``Policy`` is the Python face of the pass options: ``Policy().passes()`` are the pass
-objects, ``Policy().pipeline()`` the same as text, the default recipe that
-``scalify-hlo rewrite`` runs without ``--pipeline``.
+objects, ``Policy().pipeline()`` the same as text. ``scalify-hlo rewrite`` runs the default
+recipe with current statistics (``DEFAULT_PIPELINE``): a module it writes stands alone,
+while delayed statistics need a caller that hands each call the exponents of the one before
+(``compile_scaled`` does).
 """
 
 from __future__ import annotations
@@ -220,4 +222,6 @@ STATISTICS = tuple(_DELAYED_MODE)
 _SPELLED_OUT = {"rescale": ("at", "method", "rounding"), "scalify": ("data-dtype",),
                 "fp8-dots": ("forward-format", "gradient-format")}
 
-DEFAULT_PIPELINE = Policy().pipeline()
+# What the CLI runs without --pipeline: Policy()'s recipe, its statistics current, so that
+# `run` and `compare` can run what `rewrite` wrote, partitioned or not.
+DEFAULT_PIPELINE = Policy(statistics="current").pipeline()
