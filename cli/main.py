@@ -91,7 +91,9 @@ def rewrite(input_path: str, output: str, pipeline: str | None, target: str | No
     if pipeline is not None and target is not None:
         raise UserError("give --pipeline or --target, not both")
     if target is not None:
-        pipeline = Policy.for_target(target).pipeline()
+        # Current statistics: a module the CLI writes stands alone (run and compare run it);
+        # delayed ones need a caller that hands each call the previous call's exponents.
+        pipeline = Policy.for_target(target, statistics="current").pipeline()
     pipeline_passes = parse_pipeline(DEFAULT_PIPELINE if pipeline is None else pipeline)
     data = read_input(input_path)
     filename = "<stdin>" if input_path == "-" else input_path
@@ -143,10 +145,12 @@ def passes() -> None:
 
 @cli.command()
 def targets() -> None:
-    """List the chips --target knows: data type, FP8 dots, and why."""
+    """List the chips --target knows: data type, FP8 dots, statistics in compile_scaled
+    (rewrite --target keeps them current), and why."""
     for info in TARGETS.values():
         dots = "FP8 dots" if info.fp8_dots else "no FP8"
-        click.echo(f"{info.name}: {info.platform}, {info.data_dtype} data, {dots}: {info.reason}")
+        click.echo(f"{info.name}: {info.platform}, {info.data_dtype} data, {dots}, "
+                   f"{info.statistics} statistics: {info.reason}")
 
 
 for _command in [*COMMANDS, *EXPLAIN_COMMANDS, *DEMO_COMMANDS]:

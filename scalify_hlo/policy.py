@@ -167,8 +167,9 @@ class Policy:
     def for_target(cls, name: str | None = None, **overrides: Any) -> Policy:
         """The policy for a chip (``scalify_hlo.targets.table.TARGETS``: ``v6e``, ``tpu7x``,
         ``h100``, ...; None: jax's default backend and device): the data type the chip
-        computes in, FP8 dots only where it multiplies FP8 faster, and on XLA:CPU every scale
-        epoch packed (``scale_packing="all"``). ``overrides`` set any other field
+        computes in, FP8 dots only where it multiplies FP8 faster, on XLA:CPU every scale
+        epoch packed (``scale_packing="all"``), and on GPUs delayed statistics (XLA:GPU
+        splits a kernel at each statistic a value waits for). ``overrides`` set any other field
         (``Policy.for_target("h100", min_dot_size=2**20)``)."""
         from scalify_hlo.targets.table import default_target, target
 
@@ -178,7 +179,7 @@ class Policy:
             raise ScalifyError(f"unknown policy field '{unknown[0]}' (use {', '.join(known)})")
         chosen = default_target() if name is None else target(name)
         fields = {"data_dtype": chosen.data_dtype, "fp8_dots": chosen.fp8_dots,
-                  "scale_packing": chosen.scale_packing}
+                  "scale_packing": chosen.scale_packing, "statistics": chosen.statistics}
         return cls(**(fields | overrides))
 
     def passes(self) -> list[ModulePass]:

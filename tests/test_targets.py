@@ -33,6 +33,24 @@ def test_policy_for_target_picks_the_chips_data_type_and_dots(name: str) -> None
     assert (policy.data_dtype, policy.fp8_dots) == EXPECTED[name]
 
 
+def test_gpu_targets_delay_statistics() -> None:
+    """On a GPU a statistic that a value waits for splits its kernel in two, so GPU targets
+    delay them (statistics="delayed"); the others delay them only on a partitioned step."""
+    for name, info in table.TARGETS.items():
+        expected = "delayed" if info.platform == "gpu" else "auto"
+        assert Policy.for_target(name).statistics == expected, name
+    assert Policy.for_target("h100", statistics="current").statistics == "current"
+
+
+def test_compile_scaled_for_a_gpu_carries_delayed_exponents_between_calls() -> None:
+    fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
+    step = compile_scaled(fn, *args, target="h100")
+    assert "delayed-statistics=measure" in step.pipeline and step.delayed_text
+    first = step(*args)
+    again = step(first[0], *args[1:])  # the outputs fed back: the program that uses them
+    assert jnp.isfinite(again[1].unscale())
+
+
 def test_bf16_targets_do_not_rescale_like_f16() -> None:
     # Rescale points are for f16's 5-bit exponent; bf16 data keeps f32's range.
     assert Policy.for_target("v6e").rescale_at == ()
@@ -117,6 +135,12 @@ def test_cli_rewrite_target() -> None:
     tpu7x = run_cli("rewrite", "--target", "tpu7x", "-", stdin=DOT)
     assert tpu7x.returncode == 0, tpu7x.stderr
     assert "bf16" in tpu7x.stdout and "f8E4M3FN" in tpu7x.stdout
+    # A module the CLI writes stands alone: current statistics, also for a GPU and a
+    # partitioned module (compile_scaled delays them there).
+    partitioned = "module attributes {mhlo.num_partitions = 2 : i32} {\n" + DOT + "}\n"
+    h100 = run_cli("rewrite", "--target", "h100", "-", stdin=partitioned)
+    assert h100.returncode == 0, h100.stderr
+    assert "f8E4M3FN" in h100.stdout and "delayed_exponents" not in h100.stdout
     bad = run_cli("rewrite", "--target", "v9z", "-", stdin=DOT)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
     assert bad.stderr.startswith("error: unknown target 'v9z'"), bad.stderr
