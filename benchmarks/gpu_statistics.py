@@ -4,16 +4,17 @@ Why this script exists: with current statistics a value that waits for its own a
 kernel that writes it, a reduction, and a kernel that scales it; a delayed exponent is applied
 where the value is made and its statistic is taken beside it for the next call. Which one the
 GPU targets get (``scalify_hlo/targets/table.py``) rests on this count. Each GPT step of
-``testdata/models.py`` (d 256, 4 heads, context 128, batch 8, Adam) is rewritten by
-``compile_scaled`` and compiled for one H100 SXM without a GPU (``scalify_hlo.gpu_aot``,
-Triton GEMM off so that FP8 dots show as cuBLASLt calls). What is compiled is the program a
-training loop runs: the arguments from ``scale_args``, and with delayed statistics a call fed
-the outputs of the one before (the second program, which applies the exponents the first
-measured). Counted: fusions (kernels launched per step), FP8 GEMMs, XLA:GPU compile time of
-that one program (the delayed step compiles a second, the first call's, as well).
+``testdata/models.py`` (d 256, 4 heads, context 128, batch 8, Adam; and the GPT-2-small
+shape, 12 layers, d 768, 12 heads, context 256) is exported, rewritten and compiled for one
+H100 SXM without a GPU (``scalify_hlo.gpu_aot``, Triton GEMM off so that FP8 dots show as
+cuBLASLt calls). What is compiled is the rewritten module a training loop runs from its
+second call: with delayed statistics, ``delayed-statistics=use`` (it applies the exponents
+the call before measured; ``compile_scaled`` compiles the first call's ``measure`` program as
+well). Counted: fusions (kernels launched per step), FP8 GEMMs, XLA:GPU compile time of that
+one module.
 
-    python benchmarks/gpu_statistics.py                 # 1, 2 and 4 layers
-    python benchmarks/gpu_statistics.py --layers 2 --no-doc
+    python benchmarks/gpu_statistics.py                 # 1, 2 and 4 layers, GPT-2-small
+    python benchmarks/gpu_statistics.py --layers 2 --no-gpt2-small --no-doc
 
 Needs the ``gpu-aot`` extra. Results: ``docs/results/gpu_statistics.json`` and the
 "Statistics on an H100" section of ``docs/benchmarks.md``.
@@ -29,7 +30,6 @@ import argparse  # noqa: E402
 import sys  # noqa: E402
 from typing import Any  # noqa: E402
 
-import jax  # noqa: E402
 from common import (  # noqa: E402
     RESULTS,
     environment,
@@ -37,37 +37,40 @@ from common import (  # noqa: E402
     load_models,
     markdown_table,
     publish,
+    rewrite_or_fail,
 )
 
-from scalify_hlo import Policy, compile_scaled, gpu_aot  # noqa: E402
+from scalify_hlo import Policy, gpu_aot  # noqa: E402
+from scalify_hlo.rewrites.delayed_statistics import with_delayed_mode  # noqa: E402
 
 HEADING = "Statistics on an H100"
 RECIPES = {"default": {}, "f16, no FP8": {"fp8_dots": False}}
-HEADERS = ["layers", "recipe", "original fusions", "current", "delayed", "delayed / current",
+GPT2_SMALL = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256}
+HEADERS = ["step", "recipe", "original fusions", "current", "delayed", "delayed / current",
            "delayed / original", "FP8 GEMMs (current, delayed)", "XLA:GPU s (current, delayed)"]
 
 
-def steady_state_text(step_fn: Any, example: tuple[Any, ...], policy: Policy) -> str:
-    """The lowered program a training loop runs from its second call."""
-    step = compile_scaled(step_fn, *example, policy=policy)
-    inputs = step.scale_args(*example)
-    if step.delayed_text:  # the outputs fed back: the program that applies their exponents
-        outputs = step(*inputs)
-        inputs = (*outputs[:2], *inputs[2:])
-    return step.lower(*inputs).as_text()
+def steady_state_module(exported: str, policy: Policy) -> str:
+    """The rewritten module a training loop runs from its second call."""
+    passes = policy.passes()
+    if policy.statistics == "delayed":
+        passes = with_delayed_mode(passes, "use")
+    return rewrite_or_fail(exported, ",".join(str(p) for p in passes))
 
 
-def measure(layers: int) -> list[dict[str, Any]]:
+def measure(name: str, config: dict[str, int],
+            recipes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     models = load_models()
-    step_fn, example = models.gpt_step(n_layers=layers, d_model=256, n_heads=4, context=128)
-    original = gpu_aot.compile_h100(jax.jit(step_fn).lower(*example).as_text())
+    step_fn, example = models.gpt_step(**config)
+    exported = models.export_text(step_fn, example)
+    original = gpu_aot.compile_h100(exported)
     rows = []
-    for recipe, fields in RECIPES.items():
-        row: dict[str, Any] = {"layers": layers, "recipe": recipe,
+    for recipe, fields in recipes.items():
+        row: dict[str, Any] = {"step": name, "recipe": recipe,
                                "original_fusions": original.fusions}
         for statistics in ("current", "delayed"):
             policy = Policy(statistics=statistics, **fields)
-            compiled = gpu_aot.compile_h100(steady_state_text(step_fn, example, policy))
+            compiled = gpu_aot.compile_h100(steady_state_module(exported, policy))
             row[statistics] = {"fusions": compiled.fusions, "cublas_f8": compiled.cublas_f8,
                                "compile_s": compiled.compile_s}
         rows.append(row)
@@ -76,7 +79,7 @@ def measure(layers: int) -> list[dict[str, Any]]:
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
-    return [[r["layers"], r["recipe"], r["original_fusions"], r["current"]["fusions"],
+    return [[r["step"], r["recipe"], r["original_fusions"], r["current"]["fusions"],
              r["delayed"]["fusions"],
              f"{r['delayed']['fusions'] / r['current']['fusions']:.2f}",
              f"{r['delayed']['fusions'] / r['original_fusions']:.2f}",
@@ -87,27 +90,33 @@ def table_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
 
 def doc_section(result: dict[str, Any]) -> str:
     return (
-        "`python benchmarks/gpu_statistics.py`. The GPT step of `testdata/models.py` (d 256, "
-        "4 heads, context 128, batch 8, Adam) rewritten by `compile_scaled` with current or "
-        "delayed statistics (`Policy(statistics=...)`; *default*: f16 data and FP8 dots, "
-        "*f16, no FP8*: `fp8_dots=False`) and compiled for one H100 without a GPU "
-        "(`scalify_hlo.gpu_aot`, Triton GEMM off): the program a training loop runs (with "
-        "delayed statistics, a call fed the outputs of the one before). Fusions are kernels "
-        "per step; compile time is this machine's, for that one program (a delayed step "
-        "also compiles its first call's). Why GPU targets delay statistics "
-        "(docs/how-it-works.md, \"Targets\").\n\n"
+        "`python benchmarks/gpu_statistics.py`. GPT steps of `testdata/models.py` (Adam; "
+        "*gpt Ln*: n layers, d 256, 4 heads, context 128, batch 8; *GPT-2-small*: 12 layers, "
+        "d 768, 12 heads, context 256) rewritten with current or delayed statistics "
+        "(`Policy(statistics=...)`; *default*: f16 data and FP8 dots, *f16, no FP8*: "
+        "`fp8_dots=False`) and compiled for one H100 without a GPU (`scalify_hlo.gpu_aot`, "
+        "Triton GEMM off): the module a training loop runs from its second call (delayed: "
+        "`delayed-statistics=use`). Fusions are kernels per step; compile time is this "
+        "machine's, for that one module (a delayed step also compiles its first call's). "
+        "Why GPU targets delay statistics (docs/how-it-works.md, \"Targets\").\n\n"
         + markdown_table(HEADERS, table_rows(result["rows"])) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", nargs="+", type=int, default=[1, 2, 4])
+    parser.add_argument("--no-gpt2-small", action="store_true",
+                        help="skip the GPT-2-small step (about 5 minutes)")
     parser.add_argument("--no-doc", action="store_true", help="do not update the docs")
     args = parser.parse_args(argv)
     if not gpu_aot.available():
         print("error: needs the gpu-aot extra (pip install -e '.[gpu-aot]')", file=sys.stderr)
         return 1
-    rows = [row for layers in args.layers for row in measure(layers)]
+    rows = [row for layers in args.layers
+            for row in measure(f"gpt L{layers}", {"n_layers": layers, "d_model": 256,
+                                                  "n_heads": 4, "context": 128}, RECIPES)]
+    if not args.no_gpt2_small:
+        rows += measure("GPT-2-small", GPT2_SMALL, {"default": {}})
     result = {"rows": rows, "environment": environment()}
     print(format_table(HEADERS, table_rows(rows)))
     publish(RESULTS / "gpu_statistics.json", result, HEADING, doc_section, doc=not args.no_doc)
