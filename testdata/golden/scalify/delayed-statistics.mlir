@@ -9,7 +9,8 @@
 // chained they cannot be combined). The second dot reads the first point's data, shifted by
 // the given exponent 0, not by anything measured. measure: the function applies what it
 // measures and returns it (a first call); none: no extra argument or result. fp8-dots adds
-// its dots' amax shifts after scalify's points (two operands of two dots: 2 + 4 exponents).
+// its dots' amax shifts after scalify's points: the first dot's two operands, then the second
+// dot's left one; the weight both dots read in the same format takes one point (2 + 3).
 
 // CHECK-LABEL: func.func @two_points
 // CHECK-SAME:    %arg4: tensor<2xi32> {jax.arg_info = "delayed_exponents"}
@@ -30,12 +31,13 @@
 // MEASURE-NOT:     stablehlo.is_finite
 // MEASURE:         return {{.*}} : tensor<4x8xf16>, tensor<f32>, tensor<2xi32>
 // FP8-LABEL:     func.func @two_points
-// FP8-SAME:        %arg4: tensor<6xi32> {jax.arg_info = "delayed_exponents"}
-// FP8-SAME:        -> ({{.*}}, tensor<6xi32> {jax.result_info = "delayed_exponents"})
-// FP8-SAME:        scalify.delayed_exponents = 6
-// FP8:             stablehlo.slice %arg4 [5:6]
+// FP8-SAME:        %arg4: tensor<5xi32> {jax.arg_info = "delayed_exponents"}
+// FP8-SAME:        -> ({{.*}}, tensor<5xi32> {jax.result_info = "delayed_exponents"})
+// FP8-SAME:        scalify.delayed_exponents = 5
+// FP8:             stablehlo.slice %arg4 [4:5]
+// FP8-NOT:         stablehlo.slice %arg4 [5:6]
 // FP8:             stablehlo.convert {{.*}} -> tensor<4x8xf8E4M3FN>
-// FP8:             return {{.*}} : tensor<4x8xf16>, tensor<f32>, tensor<6xi32>
+// FP8:             return {{.*}} : tensor<4x8xf16>, tensor<f32>, tensor<5xi32>
 // NONE-LABEL:    func.func @two_points
 // NONE-NOT:        delayed_exponents
 // NONE:            return {{.*}} : tensor<4x8xf16>, tensor<f32>
