@@ -30,7 +30,7 @@ class Target:
     scale_packing: str = "arguments"
     # Where rescale points take their exponent (Policy.statistics): delayed on GPUs, where a
     # statistic that waits for its data splits a kernel in two (on an H100 target, about half
-    # the fusions: GPT-2-small 1245 against 2484, original 462; benchmarks/gpu_statistics.py);
+    # the fusions: GPT-2-small 1315 against 2484, original 462; benchmarks/gpu_statistics.py);
     # auto elsewhere (delayed only on a partitioned step: XLA:CPU copies the delayed
     # exponents' chains into every fusion, 2.5x the optimized HLO, and on tpu7x the cost
     # model prices them higher, 1.60x the bf16 step's cycles against 1.46x).
