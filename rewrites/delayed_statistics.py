@@ -62,6 +62,10 @@ class DelayedExponents:
         self.scope: object | None = None
         self.measured: list[ir.Value] = []  # this call's exponent per point (rank-0 i32)
         self._given: list[ir.Operation] = []  # per point, what stands for the given one
+        # The exponent a point applies, by what it measures where several casts measure the
+        # same tensor (fp8-dots: a weight cast in one format for its forward and backward
+        # dots): one point serves them all, so that they stay the same ops.
+        self.by_operand: dict[tuple[ir.Value, str], ir.Value] = {}
 
     def exponent(self, emit: Emitter, measured: ir.Value) -> ir.Value:
         """The exponent a point applies, given the one it measured: that one in ``measure``
@@ -140,8 +144,8 @@ def _appended(func: ir.Operation, name: str, count: int, info: str) -> ir.ArrayA
     array = func.attributes[name] if name in func.attributes else None
     entries = list(ir.ArrayAttr(array)) if array is not None else []
     entries += [ir.DictAttr.get({})] * (count - len(entries))
-    sharded = next((dict_attr(array, index) for index in range(len(entries) if array else 0)
-                    if "sharding" in str(entries[index])), {})
+    sharded = next((dict_attr(array, index) for index, entry in enumerate(entries)
+                    if "sharding" in str(entry)), {})  # padding entries hold none
     attrs = {info: ir.StringAttr.get(ARG_NAME), **replicated_attrs(sharded, rank=1)}
     return ir.ArrayAttr.get([*entries, ir.DictAttr.get(attrs)])
 

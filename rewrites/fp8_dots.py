@@ -208,31 +208,28 @@ def measures_amax(scaling: str, fmt: str, data_dtype: str) -> bool:
 
 
 def _cast_operand(emit: Emitter, value: ir.Value, fmt: str, layout: OperandLayout,
-                  scaling: str = "none", delayed: DelayedExponents | None = None,
-                  shared: dict[tuple[ir.Value, str], ir.Value] | None = None
+                  scaling: str = "none", delayed: DelayedExponents | None = None
                   ) -> tuple[ir.Value, ir.Value | None]:
     """The FP8 operand, and (when it ``measures_amax``) the i32 exponent its data was
     multiplied by: with ``delayed``, the one the previous call measured (in ``use`` mode).
-    ``shared`` holds the delayed exponent of each (value, format) already cast: a weight
-    cast for the forward dot and again for the backward one takes one delayed point, so that
-    both casts are the same ops (one kernel, and one all-gather of a sharded weight, where
-    two points gave two differently scaled copies)."""
+    A tensor cast again in the same format (a weight for its forward and its backward dot)
+    takes the point of its first cast (``DelayedExponents.by_operand``): both casts are then
+    the same ops (one all-gather of a sharded weight, where two points gave two differently
+    scaled copies)."""
     limit = FP8_MAX[fmt]
     shift = None
     if measures_amax(scaling, fmt, str(element_type(value))):
         f32 = ir.F32Type.get()
         wide = emit.convert(value, f32)
         key = (value, fmt)
-        if delayed is not None and shared is not None and key in shared:
-            shift = shared[key]
-        else:
+        shift = delayed.by_operand.get(key) if delayed is not None else None
+        if shift is None:
             shift = _amax_shift(emit, wide, fmt)
             if delayed is not None:
                 given = delayed.exponent(emit, shift)
                 if given is not shift:  # any vector a caller passes: keep the factors normal
                     shift = emit.clamp_exponent(given, -_MAX_SHIFT, _MAX_SHIFT)
-                if shared is not None:
-                    shared[key] = shift
+                delayed.by_operand[key] = shift
         value = emit.binary("stablehlo.multiply", wide, emit.broadcast_scalar(
             emit.pow2_of_exponent(shift), wide.type), wide.type)
     scalar = ir.RankedTensorType.get([], element_type(value))
@@ -253,18 +250,16 @@ def _cast_operand(emit: Emitter, value: ir.Value, fmt: str, layout: OperandLayou
 
 
 def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "none",
-                delayed: DelayedExponents | None = None,
-                shared: dict[tuple[ir.Value, str], ir.Value] | None = None) -> None:
+                delayed: DelayedExponents | None = None) -> None:
     """Replace the dot by FP8 operands, an f32 dot in canonical form, and the way back
-    (``delayed``: the entry function's delayed statistics, for a dot at its top level;
-    ``shared``: their exponents by operand, see ``_cast_operand``)."""
+    (``delayed``: the entry function's delayed statistics, for a dot at its top level)."""
     lhs, rhs = op.operands
     dims = DotDims.of(op)
     emit = Emitter(ir.InsertionPoint(op), op.location)
     lhs_layout = OperandLayout.of(shape_of(lhs), dims.lhs_batch, dims.lhs_contracting)
     rhs_layout = OperandLayout.of(shape_of(rhs), dims.rhs_batch, dims.rhs_contracting)
-    lhs8, lhs_shift = _cast_operand(emit, lhs, lhs_fmt, lhs_layout, scaling, delayed, shared)
-    rhs8, rhs_shift = _cast_operand(emit, rhs, rhs_fmt, rhs_layout, scaling, delayed, shared)
+    lhs8, lhs_shift = _cast_operand(emit, lhs, lhs_fmt, lhs_layout, scaling, delayed)
+    rhs8, rhs_shift = _cast_operand(emit, rhs, rhs_fmt, rhs_layout, scaling, delayed)
     nb = len(dims.lhs_batch)
     numbers = ir.Attribute.parse(
         "#stablehlo.dot<lhs_batching_dimensions = [{b}], rhs_batching_dimensions = [{b}], "
@@ -340,7 +335,6 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
     delayed_mode = resolved_mode(options.delayed_statistics, module)
     delayed = DelayedExponents(delayed_mode) if delayed_mode != "none" and dots else None
     entry = entry_function(module) if delayed is not None else None
-    shared: dict[tuple[ir.Value, str], ir.Value] = {}  # delayed exponents by operand
     for op in dots:
         reason = _ineligible(op, options)
         if reason is not None:
@@ -353,8 +347,7 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
         lhs_fmt, rhs_fmt = _formats(op, options)
         context.record(op.name, op.location, "fp8", f"{lhs_fmt} x {rhs_fmt}")
         top_level = entry is not None and op.parent.operation == entry
-        rewrite_dot(op, lhs_fmt, rhs_fmt, options.scaling, delayed if top_level else None,
-                    shared)
+        rewrite_dot(op, lhs_fmt, rhs_fmt, options.scaling, delayed if top_level else None)
         context.bump("fp8-dots.fp8")
         context.bump(f"fp8-dots.{lhs_fmt}x{rhs_fmt}")
     if delayed is not None:
