@@ -207,6 +207,19 @@ def rewrite_or_fail(text: str, pipeline: str) -> str:
     return chunk.output.decode()
 
 
+def steady_state_pipeline(policy: Any, partitioned: bool) -> str:
+    """The pipeline text of the module a training loop runs from its second call: where the
+    policy's statistics are delayed (``delayed``, or ``auto`` on a ``partitioned`` step), the
+    one that applies the exponents the call before measured (``delayed-statistics=use``);
+    the policy's own otherwise."""
+    from scalify_hlo.rewrites.delayed_statistics import with_delayed_mode
+
+    passes = policy.passes()
+    if policy.statistics == "delayed" or (policy.statistics == "auto" and partitioned):
+        passes = with_delayed_mode(passes, "use")
+    return ",".join(str(p) for p in passes)
+
+
 _HLO_COMPUTATION = re.compile(r"^(ENTRY )?%([\w.\-]+) \(")
 _HLO_INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%([\w.\-]+) = .*?\s([a-z][a-z0-9\-]*)\(")
 _HLO_CONTROL_REFS = re.compile(

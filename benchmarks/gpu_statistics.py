@@ -38,24 +38,16 @@ from common import (  # noqa: E402
     markdown_table,
     publish,
     rewrite_or_fail,
+    steady_state_pipeline,
 )
 
 from scalify_hlo import Policy, gpu_aot  # noqa: E402
-from scalify_hlo.rewrites.delayed_statistics import with_delayed_mode  # noqa: E402
 
 HEADING = "Statistics on an H100"
 RECIPES = {"default": {}, "f16, no FP8": {"fp8_dots": False}}
 GPT2_SMALL = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256}
 HEADERS = ["step", "recipe", "original fusions", "current", "delayed", "delayed / current",
            "delayed / original", "FP8 GEMMs (current, delayed)", "XLA:GPU s (current, delayed)"]
-
-
-def steady_state_module(exported: str, policy: Policy) -> str:
-    """The rewritten module a training loop runs from its second call."""
-    passes = policy.passes()
-    if policy.statistics == "delayed":
-        passes = with_delayed_mode(passes, "use")
-    return rewrite_or_fail(exported, ",".join(str(p) for p in passes))
 
 
 def measure(name: str, config: dict[str, int],
@@ -70,7 +62,8 @@ def measure(name: str, config: dict[str, int],
                                "original_fusions": original.fusions}
         for statistics in ("current", "delayed"):
             policy = Policy(statistics=statistics, **fields)
-            compiled = gpu_aot.compile_h100(steady_state_module(exported, policy))
+            compiled = gpu_aot.compile_h100(rewrite_or_fail(
+                exported, steady_state_pipeline(policy, partitioned=False)))
             row[statistics] = {"fusions": compiled.fusions, "cublas_f8": compiled.cublas_f8,
                                "compile_s": compiled.compile_s}
         rows.append(row)

@@ -57,12 +57,12 @@ from common import (  # noqa: E402
     markdown_table,
     publish,
     rewrite_or_fail,
+    steady_state_pipeline,
     verdict,
 )
 from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 
 from scalify_hlo.policy import Policy  # noqa: E402
-from scalify_hlo.rewrites.delayed_statistics import with_delayed_mode  # noqa: E402
 from scalify_hlo.targets import tpu  # noqa: E402
 from scalify_hlo.targets.result import TargetCompileResult  # noqa: E402
 
@@ -190,13 +190,7 @@ def sharded(args: argparse.Namespace, models: Any) -> list[dict[str, Any]]:
     config = gpt_config(args, layers=args.sharded_layers)
     mesh = tpu.mesh(SHARDED)
     config["batch"] = max(config["batch"], mesh.devices.size)
-    policy = Policy.for_target(SHARDED)
-    # The program a training loop runs from its second call: a partitioned step's statistics
-    # are delayed (statistics="auto"), each call applying the exponents the one before
-    # measured (docs/scaled-signature.md).
-    passes = (policy.passes() if policy.statistics == "current"
-              else with_delayed_mode(policy.passes(), "use"))
-    pipeline = ",".join(str(p) for p in passes)
+    pipeline = steady_state_pipeline(Policy.for_target(SHARDED), partitioned=True)
     rows = []
     for setup, fsdp in (("data parallel", False), ("FSDP", True)):
         base = tpu.compile_module(sharded_text(models, config, mesh, fsdp, jnp.bfloat16),
