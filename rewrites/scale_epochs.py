@@ -78,31 +78,50 @@ class _Epochs:
 
     def __init__(self, block: ir.Block) -> None:
         self.ops = [op.operation for op in block.operations]
-        self.chain = [is_chain_op(op) for op in self.ops]
-        self.position: dict[ir.Value, int] = {}  # every result -> position of its op
-        for position, op in enumerate(self.ops):
-            for result in op.results:
-                self.position[result] = position
+        self.chain: list[bool] = []  # per position: is the op a chain op
         self.root: dict[ir.Value, int] = {}  # chain op's result -> position of its root
         self.cost: dict[ir.Value, int] = {}  # chain op's result -> non-constant ops it needs
         self.chain_ops: list[ir.Operation] = []
-
-    def _root_of(self, value: ir.Value) -> int:
-        root = self.root.get(value)
-        if root is not None:
-            return root
-        return self.position.get(value, _NO_ROOT)  # outside the block: no root
+        self.chain_roots: list[int] = []  # the root of each of chain_ops
 
     def analyse(self) -> None:
-        for op, chain in zip(self.ops, self.chain, strict=True):
-            if not chain:
+        """Each op's chain flag and each chain op's root and cost, in one pass in block order
+        (an operand is defined before its user). The test of ``is_chain_op`` is inlined and
+        each binding property read once: this runs on every op of a step, twice per
+        ``simplify``."""
+        root, cost, chain = self.root, self.cost, self.chain
+        chain_ops, chain_roots = self.chain_ops, self.chain_roots
+        position: dict[ir.Value, int] = {}  # non-chain op's result -> position of its op
+        for at, op in enumerate(self.ops):
+            name = op.name
+            results = op.results
+            result = None
+            if name in _CHAIN_NAMES and len(results) == 1:
+                result = results[0]
+                if not _is_scalar_type(result.type) or (
+                        name == "stablehlo.bitcast_convert"
+                        and not _is_scalar_type(op.operands[0].type)):
+                    result = None
+            if result is None:
+                chain.append(False)
+                for value in results:
+                    position[value] = at
                 continue
-            operands = list(op.operands)
-            result = op.results[0]
-            self.root[result] = max((self._root_of(v) for v in operands), default=_NO_ROOT)
-            own = 0 if op.name == "stablehlo.constant" else 1
-            self.cost[result] = own + sum(self.cost.get(v, 0) for v in operands)
-            self.chain_ops.append(op)
+            top = _NO_ROOT  # outside the block: no root
+            total = 0 if name == "stablehlo.constant" else 1
+            for value in op.operands:
+                value_root = root.get(value)
+                if value_root is None:
+                    value_root = position.get(value, _NO_ROOT)
+                else:
+                    total += cost[value]
+                if value_root > top:
+                    top = value_root
+            root[result] = top
+            cost[result] = total
+            chain.append(True)
+            chain_ops.append(op)
+            chain_roots.append(top)
 
     def user_root(self, user: ir.Operation) -> int | None:
         """The root of a chain op that uses a value, None for any other user."""
@@ -199,9 +218,9 @@ def move_to_epochs(block: ir.Block) -> tuple[_Epochs, dict[int, ir.Operation]]:
     epoch's anchor (the op its chain ops now precede)."""
     epochs = _Epochs(block)
     epochs.analyse()
-    anchors = {root: epochs.anchor(root) for root in set(epochs.root.values())}
-    for op in epochs.chain_ops:  # in block order: operands move before their users
-        op.move_before(anchors[epochs.root[op.results[0]]])
+    anchors = {root: epochs.anchor(root) for root in set(epochs.chain_roots)}
+    for op, root in zip(epochs.chain_ops, epochs.chain_roots, strict=True):
+        op.move_before(anchors[root])  # in block order: operands move before their users
     return epochs, anchors
 
 
