@@ -37,7 +37,7 @@ from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import Emitter, ops_named, splat_constant_value
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
-from scalify_hlo.rewrites.scale_epochs import is_chain_op, move_to_epochs
+from scalify_hlo.rewrites.scale_epochs import _Epochs, is_chain_op, move_to_epochs
 from scalify_hlo.symbols import partition_count
 
 # Elements per row of the concatenated rows (a power of two: XLA's row reduction tiles it).
@@ -108,13 +108,29 @@ def _full_reduction(op: ir.Operation) -> tuple[str, float] | None:
 
 
 class _Block:
-    """The statistics of one block and the positions of its ops."""
+    """The statistics of one block and the positions of its ops.
 
-    def __init__(self, block: ir.Block) -> None:
+    Built from the analysis of ``move_to_epochs`` where there is one: its ops, chain flags and
+    result positions in the order the moves left the block in, which saves a listing of the
+    block and a query of each value's owner through the bindings (both per op of a step)."""
+
+    def __init__(self, block: ir.Block, epochs: _Epochs | None = None) -> None:
         self.block = block
-        self.ops = [op.operation for op in block.operations]
+        order = None if epochs is None else epochs.moved_order()
+        self._can_wait: list[bool | None]
+        if epochs is None or order is None:
+            self.ops = [op.operation for op in block.operations]
+            self._can_wait = [None] * len(self.ops)  # by position
+            self._value_position: dict[ir.Value, int] = {}
+            self._new_position: list[int] = []
+        else:
+            self.ops = [epochs.ops[at] for at in order]
+            self._can_wait = [True if epochs.chain[at] else None for at in order]
+            self._value_position = epochs.position  # -> position as analysed
+            self._new_position = [0] * len(order)  # position as analysed -> position now
+            for new, old in enumerate(order):
+                self._new_position[old] = new
         self.position = {op: index for index, op in enumerate(self.ops)}
-        self._can_wait: dict[ir.Operation, bool] = {}
 
     def top_level(self, op: ir.Operation) -> ir.Operation:
         """The op of this block that is ``op`` or holds it in a region."""
@@ -135,19 +151,22 @@ class _Block:
         first = len(self.ops)
         pending: list[int] = []  # positions of the waiting ops still to visit (a heap)
         waiting: dict[int, ir.Operation] = {}  # position -> waiting op, each found once
+        block, position, can_wait = self.block, self.position, self.can_wait
 
         def visit(result: ir.Value) -> None:
             nonlocal first
             for use in result.uses:
-                user = self.top_level(use.owner.operation)
-                at = self.position[user]
-                if at in waiting:
+                user = use.owner.operation
+                if user.block != block:  # a use in a region: the op of the block that holds it
+                    user = self.top_level(user)
+                at = position[user]
+                if at >= first or at in waiting:  # past the first need, or found already
                     continue
-                if user.block == self.block and self.can_wait(user):
+                if can_wait(at):
                     waiting[at] = user
                     heapq.heappush(pending, at)
                 else:
-                    first = min(first, at)
+                    first = at
 
         visit(value)
         while pending and pending[0] < first:
@@ -155,15 +174,19 @@ class _Block:
                 visit(result)
         return first, sorted((at, op) for at, op in waiting.items() if at < first)
 
-    def can_wait(self, op: ir.Operation) -> bool:
-        """Whether ``op`` (of this block) computes or applies a scale: it can follow a group."""
-        known = self._can_wait.get(op)
+    def can_wait(self, at: int) -> bool:
+        """Whether the op at ``at`` computes or applies a scale: it can follow a group."""
+        known = self._can_wait[at]
         if known is None:
-            known = self._can_wait[op] = is_chain_op(op) or (
+            op = self.ops[at]
+            known = self._can_wait[at] = is_chain_op(op) or (
                 op.name in _PRELUDE and len(op.results) == 1)
         return known
 
     def defined_at(self, value: ir.Value) -> int:
+        if self._new_position:
+            at = self._value_position.get(value)
+            return -1 if at is None else self._new_position[at]  # -1: not of this block
         owner = value.owner
         if isinstance(owner, ir.Block):
             return -1  # a block argument
@@ -176,24 +199,28 @@ class _Block:
         XLA would clone them into its kernel), the ops of this block whose results they
         read, and the position of the last of those."""
         shape = ir.RankedTensorType(value.type).shape
-        chain: dict[ir.Operation, None] = {}
-        leaves: dict[ir.Operation, None] = {}
+        chain: set[int] = set()  # positions of the prelude's ops
+        leaves: dict[int, None] = {}  # positions of the ops it reads, in the order found
         available = -1
         pending = [value]
         while pending:
             current = pending.pop()
             at = self.defined_at(current)
-            op = self.ops[at] if at >= 0 else None
-            if (op is not None and op not in chain and len(chain) < PRELUDE
-                    and op.name in _PRELUDE and len(op.results) == 1
-                    and ir.RankedTensorType(current.type).shape == shape):
-                chain[op] = None
-                pending.extend(op.operands)
-            elif op is None or op not in chain:
+            if at < 0:
                 available = max(available, at)
-                if op is not None:
-                    leaves[op] = None
-        return sorted(chain, key=self.position.__getitem__), list(leaves), available
+                continue
+            if at in chain:
+                continue
+            op = self.ops[at]
+            if (len(chain) < PRELUDE and op.name in _PRELUDE and len(op.results) == 1
+                    and ir.RankedTensorType(current.type).shape == shape):
+                chain.add(at)
+                pending.extend(op.operands)
+            else:
+                available = max(available, at)
+                leaves[at] = None
+        ops = self.ops
+        return [ops[at] for at in sorted(chain)], [ops[at] for at in leaves], available
 
     def statistics(self) -> list[_Statistic]:
         found = []
@@ -345,8 +372,8 @@ def _take_together(members: list[_Statistic], layout: _Block, point: int) -> Non
 
 def group_block(block: ir.Block) -> int:
     """Group the statistics of one block; returns how many reductions were merged."""
-    move_to_epochs(block)  # scalar chains as early as they can be: statistics that scale
-    layout = _Block(block)  # by them are available from there
+    epochs, _ = move_to_epochs(block)  # scalar chains as early as they can be: statistics
+    layout = _Block(block, epochs)  # that scale by them are available from there
     groups = _groups(layout.statistics())
     for point, members in groups:
         _take_together(members, layout, point)

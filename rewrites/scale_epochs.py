@@ -83,15 +83,17 @@ class _Epochs:
         self.cost: dict[ir.Value, int] = {}  # chain op's result -> non-constant ops it needs
         self.chain_ops: list[ir.Operation] = []
         self.chain_roots: list[int] = []  # the root of each of chain_ops
+        self.chain_positions: list[int] = []  # the position of each of chain_ops
+        self.position: dict[ir.Value, int] = {}  # every result -> position of its op
 
     def analyse(self) -> None:
         """Each op's chain flag and each chain op's root and cost, in one pass in block order
         (an operand is defined before its user). The test of ``is_chain_op`` is inlined and
         each binding property read once: this runs on every op of a step, twice per
         ``simplify``."""
-        root, cost, chain = self.root, self.cost, self.chain
-        chain_ops, chain_roots = self.chain_ops, self.chain_roots
-        position: dict[ir.Value, int] = {}  # non-chain op's result -> position of its op
+        root, cost, chain, position = self.root, self.cost, self.chain, self.position
+        chain_ops, chain_roots, chain_positions = (
+            self.chain_ops, self.chain_roots, self.chain_positions)
         for at, op in enumerate(self.ops):
             name = op.name
             results = op.results
@@ -119,9 +121,11 @@ class _Epochs:
                     top = value_root
             root[result] = top
             cost[result] = total
+            position[result] = at
             chain.append(True)
             chain_ops.append(op)
             chain_roots.append(top)
+            chain_positions.append(at)
 
     def user_root(self, user: ir.Operation) -> int | None:
         """The root of a chain op that uses a value, None for any other user."""
@@ -130,10 +134,34 @@ class _Epochs:
 
     def anchor(self, root: int) -> ir.Operation:
         """The first non-chain op after the root: chain ops of the epoch go before it."""
+        return self.ops[self._anchor_position(root)]
+
+    def _anchor_position(self, root: int) -> int:
         for position in range(root + 1, len(self.ops)):
             if not self.chain[position]:
-                return self.ops[position]
-        return self.ops[-1]
+                return position
+        return len(self.ops) - 1
+
+    def moved_order(self) -> list[int] | None:
+        """The positions of ``ops`` in the order ``move_to_epochs`` leaves the block in
+        (each epoch's chain ops, in block order, just before its anchor), so that a caller
+        need not list the block again through the bindings; None where the last op is a
+        chain op (no terminator: its anchor would be itself)."""
+        if not self.ops or self.chain[-1]:
+            return None
+        before: dict[int, list[int]] = {}
+        anchors: dict[int, int] = {}
+        for at, root in zip(self.chain_positions, self.chain_roots, strict=True):
+            anchor = anchors.get(root)
+            if anchor is None:
+                anchor = anchors[root] = self._anchor_position(root)
+            before.setdefault(anchor, []).append(at)
+        order: list[int] = []
+        for at, chain in enumerate(self.chain):
+            if not chain:
+                order += before.get(at, ())
+                order.append(at)
+        return order
 
     def boundary(self, arguments_only: bool = False) -> dict[int, list[ir.Value]]:
         """Per root, the epoch's values that a non-chain op uses (chains of more than one op
