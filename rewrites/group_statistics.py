@@ -65,7 +65,7 @@ class _Statistic:
     combiner: str
     init: float
     prelude: list[ir.Operation]
-    leaves: list[ir.Operation]  # the ops whose results the prelude reads
+    reads: list[int]  # positions of the prelude's ops and of the ops whose results it reads
     input: ir.Value
     available: int  # position of the last op whose result it reads (-1: none in the block)
     needed: int  # position of the first op other than its scalar chain that uses it
@@ -193,11 +193,11 @@ class _Block:
         op = owner.operation if hasattr(owner, "operation") else owner
         return self.position.get(op, -1)  # an op of an enclosing block: before this one
 
-    def prelude(self, value: ir.Value) -> tuple[list[ir.Operation], list[ir.Operation], int]:
+    def prelude(self, value: ir.Value) -> tuple[list[ir.Operation], list[int], int]:
         """The elementwise ops on tensors that make ``value`` from the nearest other values
         (at most ``PRELUDE`` of them, in block order: they are cloned beside the group, as
-        XLA would clone them into its kernel), the ops of this block whose results they
-        read, and the position of the last of those."""
+        XLA would clone them into its kernel), the positions of those ops and of the ops of
+        this block whose results they read, and the position of the last of the latter."""
         shape = ir.RankedTensorType(value.type).shape
         chain: set[int] = set()  # positions of the prelude's ops
         leaves: dict[int, None] = {}  # positions of the ops it reads, in the order found
@@ -219,19 +219,19 @@ class _Block:
             else:
                 available = max(available, at)
                 leaves[at] = None
-        ops = self.ops
-        return [ops[at] for at in sorted(chain)], [ops[at] for at in leaves], available
+        ops, in_order = self.ops, sorted(chain)
+        return [ops[at] for at in in_order], in_order + list(leaves), available
 
     def statistics(self) -> list[_Statistic]:
         found = []
         for op in self.ops:
-            kind = _full_reduction(op)
+            kind = _full_reduction(op) if op.name == "stablehlo.reduce" else None
             if kind is None:
                 continue
-            prelude, leaves, available = self.prelude(op.operands[0])
+            prelude, reads, available = self.prelude(op.operands[0])
             init_at = self.defined_at(op.operands[1])
             needed, chain = self.first_use(op.results[0])
-            found.append(_Statistic(op, kind[0], kind[1], prelude, leaves, op.operands[0],
+            found.append(_Statistic(op, kind[0], kind[1], prelude, reads, op.operands[0],
                                     max(available, init_at), needed, chain))
         return found
 
@@ -242,12 +242,12 @@ def _groups(statistics: list[_Statistic]) -> list[tuple[int, list[_Statistic]]]:
     available by then), split by kind (combiner, init and element type must match to share
     rows) and into at most ``GROUP``. A statistic whose prelude reads what another one's
     waiting ops compute (its rescaled data, say) joins a later group than that one."""
-    waits_on: dict[ir.Operation, list[int]] = {}
+    waits_on: dict[int, list[int]] = {}  # by position: an int hashes for free, an op does not
     for number, statistic in enumerate(statistics):
-        for _, op in statistic.chain:
-            waits_on.setdefault(op, []).append(number)
-    after = [{other for op in (*statistic.prelude, *statistic.leaves)
-              for other in waits_on.get(op, ())} for statistic in statistics]
+        for at, _ in statistic.chain:
+            waits_on.setdefault(at, []).append(number)
+    after = [{other for at in statistic.reads for other in waits_on.get(at, ())}
+             for statistic in statistics]
     pending = sorted(range(len(statistics)), key=lambda n: statistics[n].needed)
     done: set[int] = set()
     groups: list[tuple[int, list[_Statistic]]] = []
@@ -300,15 +300,16 @@ def _region(op: ir.Operation, combiner: str, element: ir.Type) -> None:
                                                block.arguments[1])], [])
 
 
-def _clone_prelude(member: _Statistic, before: ir.Operation) -> ir.Value:
-    """The statistic's input, its prelude cloned before ``before``."""
+def _clone_prelude(member: _Statistic, ip: ir.InsertionPoint) -> ir.Value:
+    """The statistic's input, its prelude cloned at ``ip``."""
     mapping: dict[ir.Value, ir.Value] = {}
     for op in member.prelude:
-        clone = op.clone(ip=ir.InsertionPoint(before))
-        for number, operand in enumerate(op.operands):
-            if operand in mapping:
-                clone.operands[number] = mapping[operand]
-        mapping[op.results[0]] = clone.results[0]
+        clone = op.clone(ip=ip)
+        if mapping:  # the first op reads no clone
+            for number, operand in enumerate(op.operands):
+                if operand in mapping:
+                    clone.operands[number] = mapping[operand]
+        mapping[op.result] = clone.result
     return mapping.get(member.input, member.input)
 
 
@@ -318,8 +319,9 @@ def _take_together(members: list[_Statistic], layout: _Block, point: int) -> Non
     before = layout.ops[point]
     first = members[0]
     element = ir.RankedTensorType(first.input.type).element_type
-    emit = Emitter(ir.InsertionPoint(before), first.reduce.location)
-    inputs = [_clone_prelude(member, before) for member in members]
+    ip = ir.InsertionPoint(before)
+    emit = Emitter(ip, first.reduce.location)
+    inputs = [_clone_prelude(member, ip) for member in members]
     pad = emit.splat(first.init, ir.RankedTensorType.get([], element))
     # Rows of ROW elements, or of the largest tensor's size (a power of two) when every
     # tensor is smaller: padding is work for the kernel's threads.
@@ -365,8 +367,8 @@ def _take_together(members: list[_Statistic], layout: _Block, point: int) -> Non
         for at, op in member.chain:
             if at < point:
                 op.move_before(before)
-        for op in reversed(member.prelude):  # the originals nothing else uses
-            if not any(True for result in op.results for _ in result.uses):
+        for op in reversed(member.prelude):  # the originals nothing else uses (one result)
+            if next(iter(op.result.uses), None) is None:
                 op.erase()
 
 
