@@ -37,7 +37,7 @@ from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import Emitter, ops_named, splat_constant_value
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
-from scalify_hlo.rewrites.scale_epochs import _Epochs, is_chain_op, move_to_epochs
+from scalify_hlo.rewrites.scale_epochs import _Epochs, move_to_epochs
 from scalify_hlo.symbols import partition_count
 
 # Elements per row of the concatenated rows (a power of two: XLA's row reduction tiles it).
@@ -108,41 +108,29 @@ def _full_reduction(op: ir.Operation) -> tuple[str, float] | None:
 
 
 class _Block:
-    """The statistics of one block and the positions of its ops.
+    """The statistics of one block and the positions of its ops, from the analysis of
+    ``move_to_epochs`` (made with its users): its ops, chain flags, result positions and
+    users in the order the moves left the block in. This saves a listing of the block and,
+    per value, a query of its owner or its uses through the bindings, which build an op view
+    for each (per op of a step)."""
 
-    Built from the analysis of ``move_to_epochs`` where there is one: its ops, chain flags and
-    result positions in the order the moves left the block in, which saves a listing of the
-    block and a query of each value's owner through the bindings (both per op of a step)."""
+    def __init__(self, epochs: _Epochs, order: list[int]) -> None:
+        self.ops = [epochs.ops[at] for at in order]  # order: moved_order()
+        self._can_wait: list[bool | None] = [True if epochs.chain[at] else None
+                                             for at in order]  # by position
+        self._old_position = order  # position now -> position as analysed
+        self._new_position = [0] * len(order)  # position as analysed -> position now
+        for new, old in enumerate(order):
+            self._new_position[old] = new
+        self._value_position = epochs.position  # -> position as analysed
+        self._users = epochs.users  # by position as analysed
 
-    def __init__(self, block: ir.Block, epochs: _Epochs | None = None) -> None:
-        self.block = block
-        order = None if epochs is None else epochs.moved_order()
-        self._can_wait: list[bool | None]
-        if epochs is None or order is None:
-            self.ops = [op.operation for op in block.operations]
-            self._can_wait = [None] * len(self.ops)  # by position
-            self._value_position: dict[ir.Value, int] = {}
-            self._new_position: list[int] = []
-        else:
-            self.ops = [epochs.ops[at] for at in order]
-            self._can_wait = [True if epochs.chain[at] else None for at in order]
-            self._value_position = epochs.position  # -> position as analysed
-            self._new_position = [0] * len(order)  # position as analysed -> position now
-            for new, old in enumerate(order):
-                self._new_position[old] = new
-        self.position = {op: index for index, op in enumerate(self.ops)}
-
-    def top_level(self, op: ir.Operation) -> ir.Operation:
-        """The op of this block that is ``op`` or holds it in a region."""
-        while op.block != self.block:
-            op = op.parent.operation
-        return op
-
-    def first_use(self, value: ir.Value) -> tuple[int, list[tuple[int, ir.Operation]]]:
-        """The position of the first op that needs ``value`` now, and the ops of this block
-        before it that use it and can wait: the scalar ops that compute scales from it (the
-        exponent of a statistic, its ``2^-e``) and the elementwise ops that apply them (a
-        rescaled gradient's data is not needed before the update), in block order.
+    def first_use(self, at: int) -> tuple[int, list[tuple[int, ir.Operation]]]:
+        """The position of the first op that needs the result of the op at ``at`` now, and
+        the ops of this block before it that use it and can wait: the scalar ops that
+        compute scales from it (the exponent of a statistic, its ``2^-e``) and the
+        elementwise ops that apply them (a rescaled gradient's data is not needed before
+        the update), in block order.
 
         The waiting ops are visited in block order and the walk stops at the first op that
         needs the value: a use follows its definition in a block, so nothing past that op
@@ -151,27 +139,24 @@ class _Block:
         first = len(self.ops)
         pending: list[int] = []  # positions of the waiting ops still to visit (a heap)
         waiting: dict[int, ir.Operation] = {}  # position -> waiting op, each found once
-        block, position, can_wait = self.block, self.position, self.can_wait
+        users, new_position, old_position = self._users, self._new_position, self._old_position
+        can_wait, ops = self.can_wait, self.ops
 
-        def visit(result: ir.Value) -> None:
+        def visit(at: int) -> None:  # the users of the op at ``at`` (one result)
             nonlocal first
-            for use in result.uses:
-                user = use.owner.operation
-                if user.block != block:  # a use in a region: the op of the block that holds it
-                    user = self.top_level(user)
-                at = position[user]
-                if at >= first or at in waiting:  # past the first need, or found already
+            for user in users[old_position[at]]:
+                user_at = new_position[user]
+                if user_at >= first or user_at in waiting:  # past the first need, or found
                     continue
-                if can_wait(at):
-                    waiting[at] = user
-                    heapq.heappush(pending, at)
+                if can_wait(user_at):
+                    waiting[user_at] = ops[user_at]
+                    heapq.heappush(pending, user_at)
                 else:
-                    first = at
+                    first = user_at
 
-        visit(value)
+        visit(at)
         while pending and pending[0] < first:
-            for result in waiting[heapq.heappop(pending)].results:
-                visit(result)
+            visit(heapq.heappop(pending))
         return first, sorted((at, op) for at, op in waiting.items() if at < first)
 
     def can_wait(self, at: int) -> bool:
@@ -179,19 +164,12 @@ class _Block:
         known = self._can_wait[at]
         if known is None:
             op = self.ops[at]
-            known = self._can_wait[at] = is_chain_op(op) or (
-                op.name in _PRELUDE and len(op.results) == 1)
+            known = self._can_wait[at] = op.name in _PRELUDE and len(op.results) == 1
         return known
 
     def defined_at(self, value: ir.Value) -> int:
-        if self._new_position:
-            at = self._value_position.get(value)
-            return -1 if at is None else self._new_position[at]  # -1: not of this block
-        owner = value.owner
-        if isinstance(owner, ir.Block):
-            return -1  # a block argument
-        op = owner.operation if hasattr(owner, "operation") else owner
-        return self.position.get(op, -1)  # an op of an enclosing block: before this one
+        at = self._value_position.get(value)
+        return -1 if at is None else self._new_position[at]  # -1: not of this block
 
     def prelude(self, value: ir.Value) -> tuple[list[ir.Operation], list[int], int]:
         """The elementwise ops on tensors that make ``value`` from the nearest other values
@@ -224,13 +202,13 @@ class _Block:
 
     def statistics(self) -> list[_Statistic]:
         found = []
-        for op in self.ops:
+        for at, op in enumerate(self.ops):
             kind = _full_reduction(op) if op.name == "stablehlo.reduce" else None
             if kind is None:
                 continue
             prelude, reads, available = self.prelude(op.operands[0])
             init_at = self.defined_at(op.operands[1])
-            needed, chain = self.first_use(op.results[0])
+            needed, chain = self.first_use(at)
             found.append(_Statistic(op, kind[0], kind[1], prelude, reads, op.operands[0],
                                     max(available, init_at), needed, chain))
         return found
@@ -374,8 +352,11 @@ def _take_together(members: list[_Statistic], layout: _Block, point: int) -> Non
 
 def group_block(block: ir.Block) -> int:
     """Group the statistics of one block; returns how many reductions were merged."""
-    epochs, _ = move_to_epochs(block)  # scalar chains as early as they can be: statistics
-    layout = _Block(block, epochs)  # that scale by them are available from there
+    epochs, _ = move_to_epochs(block, users=True)  # scalar chains as early as they can
+    order = epochs.moved_order()  # be: statistics that scale by them are available from there
+    if order is None:  # a block that does not end with a terminator: MLIR makes none
+        return 0
+    layout = _Block(epochs, order)
     groups = _groups(layout.statistics())
     for point, members in groups:
         _take_together(members, layout, point)

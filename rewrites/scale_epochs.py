@@ -69,6 +69,19 @@ def is_chain_op(op: ir.Operation) -> bool:
     return name != "stablehlo.bitcast_convert" or _is_scalar_type(op.operands[0].type)
 
 
+def _nested_ops(op: ir.Operation) -> list[ir.Operation]:
+    """Every op in the regions of ``op``, at any depth."""
+    found: list[ir.Operation] = []
+    if len(op.regions):
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = inner.operation
+                    found.append(inner)
+                    found += _nested_ops(inner)
+    return found
+
+
 class _Epochs:
     """The scale epochs of one block: which ops are chain ops, and each one's root.
 
@@ -85,15 +98,23 @@ class _Epochs:
         self.chain_roots: list[int] = []  # the root of each of chain_ops
         self.chain_positions: list[int] = []  # the position of each of chain_ops
         self.position: dict[ir.Value, int] = {}  # every result -> position of its op
+        # With analyse(users=True), per position, the positions of the ops that use its
+        # results (an op whose regions use one counts: the op of this block that holds them).
+        self.users: list[list[int]] = []
 
-    def analyse(self) -> None:
+    def analyse(self, users: bool = False) -> None:
         """Each op's chain flag and each chain op's root and cost, in one pass in block order
         (an operand is defined before its user). The test of ``is_chain_op`` is inlined and
         each binding property read once: this runs on every op of a step, twice per
-        ``simplify``."""
+        ``simplify``. With ``users``, also each op's users, from the operands (a chain op's
+        are read anyway): cheaper than asking each value for its uses, whose owners the
+        bindings build as op views."""
         root, cost, chain, position = self.root, self.cost, self.chain, self.position
         chain_ops, chain_roots, chain_positions = (
             self.chain_ops, self.chain_roots, self.chain_positions)
+        if users:
+            self.users = [[] for _ in self.ops]
+        by_definition = self.users
         for at, op in enumerate(self.ops):
             name = op.name
             results = op.results
@@ -106,17 +127,28 @@ class _Epochs:
                     result = None
             if result is None:
                 chain.append(False)
+                if users:
+                    for user in (op, *_nested_ops(op)):
+                        for value in user.operands:
+                            defined = position.get(value)
+                            if defined is not None:  # None: not of this block
+                                by_definition[defined].append(at)
                 for value in results:
                     position[value] = at
                 continue
             top = _NO_ROOT  # outside the block: no root
             total = 0 if name == "stablehlo.constant" else 1
             for value in op.operands:
-                value_root = root.get(value)
-                if value_root is None:
-                    value_root = position.get(value, _NO_ROOT)
-                else:
+                defined = position.get(value)
+                if defined is None:  # outside the block: no root
+                    continue
+                if users:
+                    by_definition[defined].append(at)
+                if chain[defined]:
+                    value_root = root[value]
                     total += cost[value]
+                else:
+                    value_root = defined
                 if value_root > top:
                     top = value_root
             root[result] = top
@@ -240,12 +272,14 @@ def _pack(emit: Emitter, values: list[ir.Value]) -> list[ir.Value]:
     return taken
 
 
-def move_to_epochs(block: ir.Block) -> tuple[_Epochs, dict[int, ir.Operation]]:
+def move_to_epochs(block: ir.Block, users: bool = False
+                   ) -> tuple[_Epochs, dict[int, ir.Operation]]:
     """Move the block's chain ops up to their epochs (just after their roots), so that a
-    scale is computed as soon as what it depends on exists; returns the analysis and each
-    epoch's anchor (the op its chain ops now precede)."""
+    scale is computed as soon as what it depends on exists; returns the analysis (with
+    ``users``: and each op's users) and each epoch's anchor (the op its chain ops now
+    precede)."""
     epochs = _Epochs(block)
-    epochs.analyse()
+    epochs.analyse(users)
     anchors = {root: epochs.anchor(root) for root in set(epochs.chain_roots)}
     for op, root in zip(epochs.chain_ops, epochs.chain_roots, strict=True):
         op.move_before(anchors[root])  # in block order: operands move before their users
