@@ -221,12 +221,15 @@ def _batchnorm_loss(train_kwargs: Callable[[jax.Array | None], dict[str, Any]]) 
 
 
 def cnn(seed: int = 0, batch: int = 32) -> Family:
-    """MNIST CNN with BatchNorm and dropout, SGD with momentum."""
+    """MNIST CNN with BatchNorm and dropout, SGD with momentum 0.9 at a learning rate of 0.01.
+    At 0.05 the run was chaotic: jax.jit's own mean loss over steps 91-100 moved by up to 7.8%
+    when its initial parameters moved by 1e-6 (by 0.08% at 0.01, 8 seeds), so no mode could be
+    judged on it, and it trained worse (that mean loss 1.15 against 0.60)."""
     model = CNN()
     images, labels = mnist()
     k_init, k_dropout, k_state = jax.random.split(jax.random.key(seed), 3)
     variables = model.init({"params": k_init, "dropout": k_dropout}, images[:1], train=False)
-    state = _state(model, variables["params"], _sgd_momentum(0.05),
+    state = _state(model, variables["params"], _sgd_momentum(0.01),
                    batch_stats=variables["batch_stats"], key=k_state)
     step = _train_step(_batchnorm_loss(lambda key: {"rngs": {"dropout": key}}))
     return Family(step, state, _image_batches(images, labels, batch, seed))
