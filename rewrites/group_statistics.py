@@ -157,7 +157,7 @@ class _Block:
         visit(at)
         while pending and pending[0] < first:
             visit(heapq.heappop(pending))
-        return first, sorted((at, op) for at, op in waiting.items() if at < first)
+        return first, [(at, waiting[at]) for at in sorted(waiting) if at < first]
 
     def can_wait(self, at: int) -> bool:
         """Whether the op at ``at`` computes or applies a scale: it can follow a group."""
@@ -200,10 +200,15 @@ class _Block:
         ops, in_order = self.ops, sorted(chain)
         return [ops[at] for at in in_order], in_order + list(leaves), available
 
-    def statistics(self) -> list[_Statistic]:
+    def statistics(self, kinds: dict[ir.Value, tuple[str, float]] | None = None
+                   ) -> list[_Statistic]:
+        """The block's full reductions; ``kinds``: ``_full_reduction`` of every one of them
+        by its result, where the caller has it already."""
         found = []
         for at, op in enumerate(self.ops):
-            kind = _full_reduction(op) if op.name == "stablehlo.reduce" else None
+            if op.name != "stablehlo.reduce":
+                continue
+            kind = _full_reduction(op) if kinds is None else kinds.get(op.results[0])
             if kind is None:
                 continue
             prelude, reads, available = self.prelude(op.operands[0])
@@ -350,14 +355,16 @@ def _take_together(members: list[_Statistic], layout: _Block, point: int) -> Non
                 op.erase()
 
 
-def group_block(block: ir.Block) -> int:
-    """Group the statistics of one block; returns how many reductions were merged."""
+def group_block(block: ir.Block, kinds: dict[ir.Value, tuple[str, float]] | None = None
+                ) -> int:
+    """Group the statistics of one block; returns how many reductions were merged.
+    ``kinds``: as for ``_Block.statistics``."""
     epochs, _ = move_to_epochs(block, users=True)  # scalar chains as early as they can
     order = epochs.moved_order()  # be: statistics that scale by them are available from there
     if order is None:  # a block that does not end with a terminator: MLIR makes none
         return 0
     layout = _Block(epochs, order)
-    groups = _groups(layout.statistics())
+    groups = _groups(layout.statistics(kinds))
     for point, members in groups:
         _take_together(members, layout, point)
     return sum(len(members) for _, members in groups)
@@ -373,11 +380,16 @@ def group_statistics(module: ir.Module) -> int:
     if partition_count(module) > 1:
         return 0
     counts: dict[ir.Block, int] = {}  # in walk order
+    kinds: dict[ir.Value, tuple[str, float]] = {}  # full reduction's result -> its kind
     for reduce in ops_named(module.operation, "stablehlo.reduce"):
-        if _full_reduction(reduce) is not None:
+        kind = _full_reduction(reduce)
+        if kind is not None:
+            kinds[reduce.results[0]] = kind
             block = reduce.operation.block
             counts[block] = counts.get(block, 0) + 1
-    return sum(group_block(block) for block, count in counts.items() if count > 1)
+    # A block's grouping changes no reduction of another block (it replaces the uses of
+    # its own): the kinds found here hold for each block in turn.
+    return sum(group_block(block, kinds) for block, count in counts.items() if count > 1)
 
 
 @register("group-statistics",
