@@ -53,20 +53,22 @@ def _is_scalar_type(t: ir.Type) -> bool:
     return type(t) is ir.RankedTensorType and t.rank == 0
 
 
-def is_chain_op(op: ir.Operation) -> bool:
-    """A pure scalar op on scalars: cheap to recompute, so XLA copies it into each user.
+def _chain_result(op: ir.Operation, name: str, results: ir.OpResultList) -> ir.Value | None:
+    """The result of a chain op, a pure scalar op on scalars (cheap to recompute, so XLA
+    copies it into each user); None for any other op. ``name`` (in ``_CHAIN_NAMES``) and
+    ``results`` are the op's, which the caller has read already.
 
     Only the result is looked at (this runs on every op of a step): the chain ops are
     elementwise, so a scalar result has scalar operands (clamp's and select's bounds and
     predicate are scalars or of the result's shape), except for a bitcast_convert, which
     may drop a dimension (``tensor<2xi32>`` to ``tensor<f64>``)."""
-    name = op.name
-    if name not in _CHAIN_NAMES:
-        return False
-    results = op.results
-    if len(results) != 1 or not _is_scalar_type(results[0].type):
-        return False
-    return name != "stablehlo.bitcast_convert" or _is_scalar_type(op.operands[0].type)
+    if len(results) != 1:
+        return None
+    result = results[0]
+    if not _is_scalar_type(result.type) or (name == "stablehlo.bitcast_convert"
+                                            and not _is_scalar_type(op.operands[0].type)):
+        return None
+    return result
 
 
 def _nested_ops(op: ir.Operation) -> list[ir.Operation]:
@@ -104,11 +106,10 @@ class _Epochs:
 
     def analyse(self, users: bool = False) -> None:
         """Each op's chain flag and each chain op's root and cost, in one pass in block order
-        (an operand is defined before its user). The test of ``is_chain_op`` is inlined and
-        each binding property read once: this runs on every op of a step, twice per
-        ``simplify``. With ``users``, also each op's users, from the operands (a chain op's
-        are read anyway): cheaper than asking each value for its uses, whose owners the
-        bindings build as op views."""
+        (an operand is defined before its user), each binding property read once: this
+        runs on every op of a step, twice per ``simplify``. With ``users``, also each op's
+        users, from the operands (a chain op's are read anyway): cheaper than asking each
+        value for its uses, whose owners the bindings build as op views."""
         root, cost, chain, position = self.root, self.cost, self.chain, self.position
         chain_ops, chain_roots, chain_positions = (
             self.chain_ops, self.chain_roots, self.chain_positions)
@@ -118,13 +119,7 @@ class _Epochs:
         for at, op in enumerate(self.ops):
             name = op.name
             results = op.results
-            result = None
-            if name in _CHAIN_NAMES and len(results) == 1:
-                result = results[0]
-                if not _is_scalar_type(result.type) or (
-                        name == "stablehlo.bitcast_convert"
-                        and not _is_scalar_type(op.operands[0].type)):
-                    result = None
+            result = _chain_result(op, name, results) if name in _CHAIN_NAMES else None
             if result is None:
                 chain.append(False)
                 if users:
