@@ -31,13 +31,17 @@ def rule_while(scope: Scope, op: ir.Operation) -> None:
     its weights) enters with the unset exponent under ``common-scale=max``: zeros hold at
     any scale, but a loop-carried scale is one value, and at scale 1 the carry's maximum
     with the first small value added or written into it would push that value's data
-    below f16's range (gradients of scanned layers at 2^-20 flushed to 0)."""
+    below f16's range (gradients of scanned layers at 2^-20 flushed to 0). A carry whose
+    scale may be unset already (another loop's result: a scan's final carry that starts the
+    next scan, an encoder's state handed to a decoder) enters with its own exponent, unset
+    only where it is, and is marked as one that may be."""
     olds = list(op.operands)
     invariant = _invariant_carries(op)
     stacks = stack_carries(scope, op)
-    unset = [not fixed and index not in stacks and _enters_unset(scope, old)
-             for index, (old, fixed) in enumerate(zip(olds, invariant, strict=True))]
-    operands = scope.flatten(olds, unset=unset)
+    entering = [None if fixed or index in stacks else _enters_unset(scope, old)
+                for index, (old, fixed) in enumerate(zip(olds, invariant, strict=True))]
+    unset = [how is not None for how in entering]
+    operands = scope.flatten(olds, unset=[how == "zeros" for how in entering])
     operands = _with_stack_exponents(scope, olds, operands, stacks)
     types = [v.type for v in operands]
     new = scope.emit.op(op.name, operands, types, attributes_of(op), regions=2)
@@ -96,16 +100,19 @@ def _keep_outer_scales(scope: Scope, olds: list[ir.Value], bound: list[ir.Value]
             scope.set(value, Scaled(data.data, outer.scale, outer.any_scale))
 
 
-def _enters_unset(scope: Scope, old: ir.Value) -> bool:
-    """Whether a loop operand's scale enters the loop unset: zeros, or a value whose scale
-    may already be unset (an outer loop's carry), under ``common-scale=max`` (the maximum
-    ignores an unset exponent; other rules keep the zeros at scale 1)."""
+def _enters_unset(scope: Scope, old: ir.Value) -> str | None:
+    """How a loop operand's scale may enter the loop unset, under ``common-scale=max`` (the
+    maximum ignores an unset exponent; other rules keep the zeros at scale 1): "zeros" (it
+    enters with the unset exponent), "maybe" (its exponent may be unset already: an outer
+    loop's carry, another loop's result; it enters as it is) or None."""
     if scope.state.common_scale_rule != "max":
-        return False
+        return None
     found = scope.get(old)
     if not isinstance(found, Scaled):
-        return False
-    return (found.any_scale and is_zero_fill(old)) or scope.state.maybe_unset(found.scale)
+        return None
+    if found.any_scale and is_zero_fill(old):
+        return "zeros"
+    return "maybe" if scope.state.maybe_unset(found.scale) else None
 
 
 def _mark_unset(scope: Scope, olds: list[ir.Value], unset: list[bool]) -> None:

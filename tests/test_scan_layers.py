@@ -185,6 +185,47 @@ def test_scan_outputs_and_sums_of_small_values(data_dtype: str) -> None:
     assert max(errors.values()) < (1e-3 if data_dtype == "float16" else 1e-7), errors
 
 
+@pytest.mark.parametrize("encoder_start", ["zeros", "ones"])
+def test_scan_started_by_another_scans_carry(encoder_start: str) -> None:
+    """An encoder scan's final carry starts a decoder scan (LSTM seq2seq): the decoder's
+    loop enters with the encoder's exponent, not the unset one (the encoder's state read as
+    0: its gradients were all zero in f16 and the decoder's 60% off; with an encoder that
+    starts from ones, its gradient through the decoder's transposed carry was lost)."""
+    rng = np.random.default_rng(0)
+    w1, w2 = (jnp.asarray(rng.normal(size=(8, 8)) / np.sqrt(8), jnp.float32) for _ in range(2))
+    xs = jnp.asarray(rng.normal(size=(5, 4, 8)) * 0.3, jnp.float32)
+    weights = jnp.asarray(rng.normal(size=(5, 4, 8)), jnp.float32)
+
+    def loss(w1: jax.Array, w2: jax.Array, xs: jax.Array) -> jax.Array:
+        start = jnp.zeros((4, 8)) if encoder_start == "zeros" else jnp.full((4, 8), 0.5)
+        state, _ = jax.lax.scan(lambda h, x: (jnp.tanh(h @ w1 + x), None), start, xs)
+        _, hs = jax.lax.scan(lambda h, x: (jnp.tanh(h @ w2 + x),) * 2, state, xs)
+        return jnp.sum(hs * weights)
+
+    def grads(w1: jax.Array, w2: jax.Array, xs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return jax.grad(loss, argnums=(0, 1))(w1, w2, xs)
+
+    step = compile_scaled(grads, w1, w2, xs, policy=F16, return_scaled=False)
+    errors = _relative_errors(step(w1, w2, xs), grads(w1, w2, xs))
+    assert max(errors.values()) < 1e-2, errors
+
+
+def test_scan_started_by_another_scans_carry_exact_under_max_common_scale() -> None:
+    """The same chain in f32 data with the f16 rule for common scales (the maximum, which
+    skips an unset exponent): exact, so the loop rule is right and not merely f16-close."""
+    rng = np.random.default_rng(1)
+    w = jnp.asarray(rng.normal(size=(8, 8)) / np.sqrt(8), jnp.float32)
+    xs = jnp.asarray(rng.normal(size=(5, 4, 8)) * 0.3, jnp.float32)
+
+    def fn(w: jax.Array, xs: jax.Array) -> jax.Array:
+        state, _ = jax.lax.scan(lambda h, x: (jnp.tanh(h @ w + x), None), jnp.zeros((4, 8)), xs)
+        return jax.lax.scan(lambda h, x: (jnp.tanh(h @ w + x),) * 2, state, xs)[1]
+
+    pipeline = "inline,scalify{data-dtype=f32 common-scale=max},simplify"
+    step = compile_scaled(fn, w, xs, pipeline=pipeline, return_scaled=False)
+    np.testing.assert_allclose(step(w, xs), fn(w, xs), rtol=1e-5, atol=1e-6)
+
+
 def test_scan_with_masked_select_keeps_values() -> None:
     """A -1e9 mask value carried into the loop unchanged follows the logits' scale (and
     saturates to -inf in f16) instead of setting it (and flushing the logits to 0)."""

@@ -82,6 +82,49 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// A loop's result that starts another loop (a scan's final carry handed to the
+// next scan: an LSTM encoder's state starting its decoder) enters with its own
+// exponent. Its scale may be unset (the first loop's carry entered as zeros),
+// so the second loop's maximum still skips an unset one, but at run time it is
+// set: the second loop used to enter with the unset exponent -2^24, and the
+// decoder read the encoder's state as 0 (seq2seq's encoder gradients were all
+// zero in f16, its decoder's 45% off).
+
+// CHECK-LABEL: func.func public @main
+// CHECK:         [[U:%.*]] = stablehlo.constant dense<-16777216> : tensor<i32>
+// CHECK-NEXT:    [[FIRST:%[0-9]+]]:3 = stablehlo.while({{%.*}} = {{%.*}}, {{%.*}} = [[U]], {{%.*}} = {{%.*}})
+// CHECK:         stablehlo.while({{%.*}} = [[FIRST]]#0, {{%.*}} = [[FIRST]]#1, {{%.*}} = {{%.*}})
+// CHECK:         } do {
+// CHECK:           stablehlo.maximum
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c3 = stablehlo.constant dense<3> : tensor<i32>
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %zeros = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %0:2 = stablehlo.while(%iterArg = %zeros, %iterArg_0 = %c0) : tensor<4xf32>, tensor<i32>
+  cond {
+    %2 = stablehlo.compare LT, %iterArg_0, %c3, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %2 : tensor<i1>
+  } do {
+    %2 = stablehlo.add %iterArg, %arg0 : tensor<4xf32>
+    %3 = stablehlo.add %iterArg_0, %c1 : tensor<i32>
+    stablehlo.return %2, %3 : tensor<4xf32>, tensor<i32>
+  }
+  %1:2 = stablehlo.while(%iterArg = %0#0, %iterArg_0 = %c0) : tensor<4xf32>, tensor<i32>
+  cond {
+    %2 = stablehlo.compare LT, %iterArg_0, %c3, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %2 : tensor<i1>
+  } do {
+    %2 = stablehlo.add %iterArg, %arg0 : tensor<4xf32>
+    %3 = stablehlo.add %iterArg_0, %c1 : tensor<i32>
+    stablehlo.return %2, %3 : tensor<4xf32>, tensor<i32>
+  }
+  return %1#0 : tensor<4xf32>
+}
+
+// -----
+
 // A stack the loop fills one slice per trip (a scan's stacked outputs, the
 // residuals its transpose reads back) carries one exponent per slice: the
 // slices of a LayerNorm's rsqrt(var)^3 are 2^17 apart between a GPT's first
