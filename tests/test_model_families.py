@@ -99,6 +99,21 @@ def test_default_policy_stays_finite(name: str) -> None:
     assert not zeroed, zeroed
 
 
+def test_f16_seq2seq_trains_its_encoder() -> None:
+    """f16 data: an LSTM encoder whose final state starts the decoder gets its gradients
+    (its zero-initialized biases moved as jax.jit's do; they stayed 0 when the decoder's
+    loop read the encoder's state at the unset exponent) and the losses follow jax.jit's."""
+    want_losses, want = reference("lstm_seq2seq")
+    losses, state = scaled("lstm_seq2seq", Policy(data_dtype="float16", fp8_dots=False))
+    zeroed = model_families.zeroed_leaves(_data(state).params, want.params)
+    assert not zeroed, zeroed
+    got = unscale_tree(state).params["OptimizedLSTMCell_0"]["hf"]["bias"]
+    expected = want.params["OptimizedLSTMCell_0"]["hf"]["bias"]
+    assert np.linalg.norm(np.asarray(got, np.float32) - expected) < 0.05 * np.linalg.norm(
+        expected)
+    np.testing.assert_allclose(losses, want_losses, rtol=5e-3)
+
+
 def test_noise_mask_marks_gradients_at_rounding_noise() -> None:
     """A first moment 1e-8 of the largest is noise; one as large as the rest is not."""
     import optax
