@@ -87,9 +87,9 @@ def _nested_ops(op: ir.Operation) -> list[ir.Operation]:
 class _Epochs:
     """The scale epochs of one block: which ops are chain ops, and each one's root.
 
-    Ops are known by their first result: the bindings may hand back a new Python object
-    for the same operation, which neither hashes nor compares equal to the first one,
-    while values do."""
+    Ops are known by their first result: an op's Python hash changes when its operands
+    change (the moves and replacements that follow this analysis change them), while a
+    value's hash stays."""
 
     def __init__(self, block: ir.Block) -> None:
         self.ops = [op.operation for op in block.operations]
