@@ -365,8 +365,8 @@ def doc_section(result: dict[str, Any]) -> str:
                     detail += f" (zeroed: {', '.join(zeroed[:3])}{more})"
                 failures.append(f"  * {name} {mode}: {detail}")
     return "\n".join([
-        f"`python benchmarks/models.py` (`--families`, `--modes`, `--steps`). Each family of "
-        "`testdata/model_families.py` (Flax linen + optax, small sizes) trained "
+        f"`python benchmarks/models.py` (`--families`, `--modes`, `--steps`, `--seeds`). Each "
+        "family of `testdata/model_families.py` (Flax linen + optax, small sizes) trained "
         f"{result['steps']} steps through the documented loop (`compile_scaled`, "
         "`scale_args`, the step's outputs fed back; the initial state `device_put` first, "
         "else the second call compiles the step again) on the same batches as "
