@@ -217,7 +217,7 @@ def evaluate(families: ModuleType, mode: str, reference: dict[str, Any],
     return result
 
 
-def _same_step(family: Any, other: Any) -> Any:
+def same_step(family: Any, other: Any) -> Any:
     """``other`` (another seed) with ``family``'s step and static state fields (its own
     optimizer object and model method compare unequal: the compiled step would refuse it)."""
     state = jax.tree.unflatten(jax.tree.structure(family.state), jax.tree.leaves(other.state))
@@ -240,7 +240,7 @@ class Seeds:
     def family(self, seed: int) -> Any:
         while len(self._families) <= seed:
             other = self.families.FAMILIES[self.name](seed=len(self._families))
-            self._families.append(_same_step(self.base, other))
+            self._families.append(same_step(self.base, other))
         return self._families[seed]
 
     def losses(self, seed: int) -> list[float]:

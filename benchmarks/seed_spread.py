@@ -27,12 +27,11 @@ from typing import Any
 import jax
 import numpy as np
 from common import RESULTS, environment, format_table, markdown_table, publish
-from models import MODES, _loss, load_families
+from models import MODES, PERTURBATION, _loss, load_families, reference_run, same_step
 
 from scalify_hlo import compile_scaled
 
 HEADING = "Seed spread"
-PERTURBATION = 1e-6
 # FP8 dots alone: f32 data (exact scale propagation), each FP8 operand at its own amax. Its
 # gap is what FP8 dots cost the family whatever else a mode does.
 FP8_ALONE = "inline,scalify{data-dtype=f32},fp8-dots{scaling=amax},simplify"
@@ -40,14 +39,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     **{name: {"policy": policy} for name, policy in MODES.items()},
     "fp8-alone": {"pipeline": FP8_ALONE},
 }
-
-
-def _losses_jit(step_fn: Any, state: Any, batches: Any, steps: int) -> list[float]:
-    jitted, losses = jax.jit(step_fn), []
-    for _, batch in zip(range(steps), batches(), strict=False):
-        state, loss = jitted(state, *batch)
-        losses.append(_loss(loss))
-    return losses
 
 
 def _losses_scaled(step: Any, state: Any, batches: Any, steps: int) -> list[float]:
@@ -69,16 +60,12 @@ def run(family: str, seeds: int, batch: int | None, modes: list[str], steps: int
     compiled: dict[str, Any] = {}
     per_seed: dict[str, list[float]] = {name: [] for name in ["jit, init x (1+1e-6)", *modes]}
     for seed in range(seeds):
-        step_fn, state, batches = factory(seed=seed, **kwargs)
-        if first is None:
-            first = step_fn, state
-        # One model and optimizer for every seed: the first seed's step, apply_fn and tx.
-        step_fn = first[0]
-        state = state.replace(apply_fn=first[1].apply_fn, tx=first[1].tx)
-        reference = np.mean(_losses_jit(step_fn, state, batches, steps)[-tail:])
-        perturbed = state.replace(params=jax.tree.map(lambda p: p * (1 + PERTURBATION),
-                                                      state.params))
-        runs = {"jit, init x (1+1e-6)": _losses_jit(step_fn, perturbed, batches, steps)}
+        seeded = factory(seed=seed, **kwargs)
+        # One model and optimizer for every seed: the first seed's step and static fields.
+        first = first or seeded
+        step_fn, state, batches = seeded = same_step(first, seeded)
+        reference = np.mean(reference_run(seeded, steps)["losses"][-tail:])
+        runs = {"jit, init x (1+1e-6)": reference_run(seeded, steps, PERTURBATION)["losses"]}
         for mode in modes:
             if mode not in compiled:
                 sample = jax.device_put(state, jax.devices()[0])
