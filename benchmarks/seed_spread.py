@@ -29,7 +29,7 @@ import numpy as np
 from common import RESULTS, environment, format_table, markdown_table, publish
 from models import MODES, PERTURBATION, _loss, load_families, reference_run, same_step
 
-from scalify_hlo import compile_scaled
+from scalify_hlo import Policy, compile_scaled
 
 HEADING = "Seed spread"
 # FP8 dots alone: f32 data (exact scale propagation), each FP8 operand at its own amax. Its
@@ -38,6 +38,10 @@ FP8_ALONE = "inline,scalify{data-dtype=f32},fp8-dots{scaling=amax},simplify"
 VARIANTS: dict[str, dict[str, Any]] = {
     **{name: {"policy": policy} for name, policy in MODES.items()},
     "fp8-alone": {"pipeline": FP8_ALONE},
+    # The default policy with the output head in FP8 too (what keeping it out buys).
+    "default, fp8 head": {"policy": Policy(fp8_output_head=True)},
+    "fp8-alone, fp8 head": {"pipeline": FP8_ALONE.replace("scaling=amax",
+                                                          "scaling=amax output-head=fp8")},
 }
 
 

@@ -32,7 +32,7 @@ from scalify_hlo.dtypes import (
     FP8_MAX,
     FP8_TOP_EXPONENT,
 )
-from scalify_hlo.errors import PipelineError
+from scalify_hlo.errors import PipelineError, RewriteError
 from scalify_hlo.module_io import short_location
 from scalify_hlo.name_stack import has_name_stack, is_backward
 from scalify_hlo.rewrites.delayed_statistics import MODES as DELAYED_MODES
@@ -49,11 +49,15 @@ from scalify_hlo.rewrites.emitter import (
     splat_scalar,
 )
 from scalify_hlo.rewrites.op_table import Trait, ops_with
+from scalify_hlo.rewrites.output_head import output_head
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.symbols import entry_function
 
 # How an operand reaches its FP8 format (the pass's ``scaling`` option, Policy.fp8_scaling).
 SCALINGS = ("auto", "amax", "none")
+# Whether the dots of the step's output head (see rewrites/output_head) stay in the data
+# dtype or become FP8 like the others (the pass's ``output-head`` option).
+OUTPUT_HEAD = ("keep", "fp8")
 # Bound on an operand's shift, so that both shifts and their sum stay normal f32 powers of two.
 _MAX_SHIFT = 60
 # Ops that only move data: an operand reached through them keeps its producer's role.
@@ -139,6 +143,7 @@ class Fp8Options:
     use_locations: bool
     scaling: str = "auto"
     delayed_statistics: str = "none"
+    output_head: str = "keep"
 
 
 def _ineligible(op: ir.Operation, options: Fp8Options) -> str | None:
@@ -307,6 +312,34 @@ def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "no
     op.erase()
 
 
+def widen_dot(op: ir.Operation) -> None:
+    """A dot kept in its data dtype produces f32, as the FP8 GEMMs do, and is converted
+    after its unit-scaling 2^-k: one accumulation type for every dot's output (a sharded
+    step's partial sums of f16 and f32 gradients do not share an all-reduce), and no f16
+    rounding of the accumulated sum before the factor."""
+    output = op.results[0]
+    if element_type(output) == ir.F32Type.get() or str(element_type(output)) not in DATA_DTYPES:
+        return
+    emit = Emitter(ir.InsertionPoint(op), op.location)
+    f32 = ir.F32Type.get()
+    product = emit.op("stablehlo.dot_general", list(op.operands),
+                      [ir.RankedTensorType.get(shape_of(output), f32)], attributes_of(op)).result
+    factor = _output_scale(output)
+    if factor is not None:
+        multiply, value = factor
+        product = emit.binary("stablehlo.multiply", product, emit.splat(value, product.type))
+        output = multiply.results[0]
+    output.replace_all_uses_with(emit.convert(product, element_type(output)))
+    if factor is not None:
+        constants = [v.owner for v in factor[0].operands if v != op.results[0]]
+        factor[0].erase()
+        for constant in constants:
+            constant = constant.operation if isinstance(constant, ir.OpView) else constant
+            if not list(constant.results[0].uses):
+                constant.erase()
+    op.erase()
+
+
 def _output_scale(value: ir.Value) -> tuple[ir.Operation, float] | None:
     """The single ``multiply(dot, splat constant)`` consuming a dot, with the constant."""
     uses = list(value.uses)
@@ -324,6 +357,16 @@ def _output_scale(value: ir.Value) -> tuple[ir.Operation, float] | None:
     return None if value is None else (user, value)
 
 
+def _output_head(module: ir.Module, dots: list[ir.Operation]) -> list[ir.Operation]:
+    """The output head's dots; none where the module has no single entry function (a file of
+    test functions) to find a loss in."""
+    try:
+        entry = entry_function(module)
+    except RewriteError:
+        return []
+    return output_head(dots, entry)
+
+
 def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> None:
     dots = ops_named(module.operation, "stablehlo.dot_general")
     if dots and not has_name_stack(module):
@@ -335,7 +378,17 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
     delayed_mode = resolved_mode(options.delayed_statistics, module)
     delayed = DelayedExponents(delayed_mode) if delayed_mode != "none" and dots else None
     entry = entry_function(module) if delayed is not None else None
-    for op in dots:
+    head = (_output_head(module, dots) if options.output_head == "keep" and options.use_locations
+            else [])
+    if options.output_head == "keep":
+        context.bump("fp8-dots.output-head", len(head))
+    in_head = [any(op == h for h in head) for op in dots]  # before any op is erased
+    for op, kept in zip(dots, in_head, strict=True):
+        if kept:  # a policy, not a shape FP8 cannot take: no warning
+            context.record(op.name, op.location, "not-fp8",
+                           f"stays in {element_type(op.operands[0])}: the output head")
+            widen_dot(op)
+            continue
         reason = _ineligible(op, options)
         if reason is not None:
             context.bump("fp8-dots.left-alone")
@@ -346,7 +399,7 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
             continue
         lhs_fmt, rhs_fmt = _formats(op, options)
         context.record(op.name, op.location, "fp8", f"{lhs_fmt} x {rhs_fmt}")
-        top_level = entry is not None and op.parent.operation == entry
+        top_level = delayed is not None and op.parent.operation == entry
         rewrite_dot(op, lhs_fmt, rhs_fmt, options.scaling, delayed if top_level else None)
         context.bump("fp8-dots.fp8")
         context.bump(f"fp8-dots.{lhs_fmt}x{rhs_fmt}")
@@ -376,6 +429,10 @@ class Fp8Dots(ModulePass):
         "the function's delayed-exponents argument; the measured ones are returned) or auto "
         "(measure where the module is partitioned over several devices, none otherwise)",
         DELAYED_MODES)
+    output_head: str = option(
+        "keep", "keep: the dots of the step's output head (forward dots whose result reaches "
+        "the rank-0 loss through no other dot, and the backward dots sharing their operands) "
+        "stay in the data dtype; fp8: cast them too", OUTPUT_HEAD)
 
     def validate(self) -> None:
         self._exclude_pattern()
@@ -389,4 +446,4 @@ class Fp8Dots(ModulePass):
     def apply(self, module: ir.Module, context: PassContext) -> None:
         fp8_dots(module, Fp8Options(self.forward_format, self.gradient_format, self.min_size,
                                     self._exclude_pattern(), True, self.scaling,
-                                    self.delayed_statistics), context)
+                                    self.delayed_statistics, self.output_head), context)

@@ -48,6 +48,9 @@ class Policy:
         from its own amax, undone on the dot's output: data that propagation left far from
         unit scale keeps its bits) or none (the data cast as it is; E4M3FN holds 2^-9..448).
     min_dot_size: dots with fewer multiply-adds (M*N*K per batch) stay in the data dtype.
+    fp8_output_head: False (the default): the step's output head (the dots that produce the
+        loss, a classifier's logits, and their gradient dots) stays in the data dtype, as
+        FP8 recipes at scale keep it; True: it is cast like every other dot.
     exclude: a regular expression; dots whose location matches stay in the data dtype.
     rescale_at: points where scales are recomputed from the data at run time. None: at the
         backward pass's dot and sum outputs for f16 data (its 5-bit exponent cannot absorb
@@ -107,6 +110,7 @@ class Policy:
     gradient_format: str = "float8_e5m2"
     fp8_scaling: str = "auto"
     min_dot_size: int = 0
+    fp8_output_head: bool = False
     exclude: str = ""
     rescale_at: tuple[str, ...] | None = None
     rescale_method: str = "amax"
@@ -203,6 +207,7 @@ class Policy:
                                   gradient_format=_FP8_FORMAT_NAMES[self.gradient_format],
                                   scaling=self.fp8_scaling, min_size=self.min_dot_size,
                                   exclude=self.exclude,
+                                  output_head="fp8" if self.fp8_output_head else "keep",
                                   delayed_statistics=_DELAYED_MODE[self.statistics]))
         passes.append(Simplify(pack_scales=self.scale_packing))
         return passes

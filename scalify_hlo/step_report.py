@@ -50,7 +50,9 @@ class Report:
         fp8, dots = self.fp8_dots
         lines = [
             f"{OPS_COUNTED}: {before} -> {after} ({after / max(before, 1):.2f}x)",
-            f"fp8 dots: {fp8} / {dots}",
+            f"fp8 dots: {fp8} / {dots}" + (f" ({head} in the output head stay in the data dtype)"
+                                           if (head := self.stats.get("fp8-dots.output-head"))
+                                           else ""),
             f"fallbacks (ops run unscaled): {len(self.fallbacks)}",
             f"rescale points: {self.stats.get('rescale.points', 0)}",
         ]

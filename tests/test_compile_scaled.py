@@ -435,12 +435,13 @@ def test_cli_stats_and_the_report_count_ops_one_way(mlp: Case, tmp_path: Path) -
     assert str(report).splitlines()[0].startswith(f"{OPS_COUNTED}: {before} -> {after}")
 
 
-def test_report_of_the_default_policy_puts_every_dot_in_fp8(
+def test_report_of_the_default_policy_puts_every_dot_but_the_output_head_in_fp8(
         transformer_fp8: ScaledStep) -> None:
     report = transformer_fp8.report()
     fp8, dots = report.fp8_dots
-    assert fp8 == dots > 0
-    assert f"fp8 dots: {fp8} / {dots}" in str(report)
+    assert fp8 == dots - 3 > 0  # the logits dot and its two gradient dots stay in f16
+    assert f"fp8 dots: {fp8} / {dots} (3 in the output head stay in the data dtype)" \
+        in str(report)
     assert report.fallbacks == []
     assert "f8E4M3FN" in transformer_fp8.stage("fp8-dots")
     assert "f8E4M3FN" not in transformer_fp8.stage("scalify")
@@ -618,7 +619,10 @@ def test_delayed_statistics_apply_the_exponents_a_call_before_measured() -> None
             runs[statistics] = (step, losses)
         step, losses = runs["delayed"]
         assert step._delayed > 0 and sorted(layout[-1] for layout in step._programs) == [-1, 0]
-        np.testing.assert_allclose(losses, runs["current"][1], rtol=1e-3)
+        # f16 data: exact but for the ends of its range. An FP8 operand shifted by an amax
+        # one binade away from the current one (the weight's amax crossed a power of two
+        # between calls) rounds its smallest values in E4M3FN's subnormals differently.
+        np.testing.assert_allclose(losses, runs["current"][1], rtol=1e-2 if fp8_dots else 1e-3)
         assert "delayed_exponents" in step.delayed_text
     with pytest.raises(ScalifyError, match="unknown statistics 'later'"):
         Policy(statistics="later")

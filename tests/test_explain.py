@@ -56,17 +56,23 @@ def mlp_json() -> dict:
 # ----- the tables ---------------------------------------------------------------------------
 def test_mlp_step_lists_fp8_dots_with_their_formats(mlp_json: dict) -> None:
     """Forward dots take E4M3 on both sides; backward ones an E5M2 gradient (and never
-    E5M2 x E5M2), each at the user's source line under JAX's name stack."""
+    E5M2 x E5M2), each at the user's source line under JAX's name stack. The output head
+    (the last layer's dot and its two gradient dots) is listed as staying in f16."""
     dots = [r for r in mlp_json["records"] if r["kind"] == "fp8"]
-    assert len(dots) == 8  # 3 forward, 5 backward (the first layer's input gets no gradient)
+    assert len(dots) == 5  # 2 forward, 3 backward (the first layer's input gets no gradient)
     forward = [r for r in dots if "transpose(" not in r["stack"]]
     backward = [r for r in dots if "transpose(" in r["stack"]]
-    assert {r["detail"] for r in forward} == {"f8E4M3FN x f8E4M3FN"} and len(forward) == 3
+    assert {r["detail"] for r in forward} == {"f8E4M3FN x f8E4M3FN"} and len(forward) == 2
     assert {r["detail"] for r in backward} == {"f8E5M2 x f8E4M3FN"}
-    assert all(r["source"].endswith("testdata/models.py:75") for r in dots)
+    head = [r for r in mlp_json["records"] if r["kind"] == "not-fp8"]
+    assert [("transpose(" in r["stack"], r["detail"]) for r in head] == [
+        (False, "stays in f16: the output head"), (True, "stays in f16: the output head"),
+        (True, "stays in f16: the output head")]
+    assert all(r["source"].endswith("testdata/models.py:75") for r in dots + head)
     assert all(r["family"] == "dot" and r["op"] == "stablehlo.dot_general" for r in dots)
     dot_row = next(row for row in mlp_json["families"] if row["family"] == "dot")
-    assert dot_row["ops"] == 8 and dot_row["kinds"]["fp8"] == 8
+    assert dot_row["ops"] == 8 and dot_row["kinds"]["fp8"] == 5
+    assert dot_row["kinds"]["not-fp8"] == 3
 
 
 def test_mlp_step_lists_rescale_points(mlp_json: dict) -> None:
@@ -101,19 +107,20 @@ def test_per_line_table_tells_forward_from_backward(mlp_json: dict) -> None:
     forward = next(row for row in rows if row["stack"] == "jit(step)/jvp()")
     assert forward["ops"]["stablehlo.dot_general"] == 3
     kinds = {entry["kind"] for entry in forward["scaling"]}
-    assert kinds == {"runtime", "fp8"}
+    assert kinds == {"runtime", "fp8", "not-fp8"}  # the last layer's dot: the output head
 
 
 def test_text_output_has_both_tables() -> None:
     text = explain(str(MLP_STEP))
     family_table, line_table = text.split("\n\n")
     assert family_table.splitlines()[1].split() == ["family", "ops", "static", "runtime",
-                                                    "update", "rescale", "fp8"]
+                                                    "update", "rescale", "fp8", "not-fp8"]
     assert any(line.split()[:1] == ["dot"] for line in family_table.splitlines())
     assert "total" in family_table
     forward = next(line for line in line_table.splitlines()
                    if "models.py:75" in line and "jit(step)/jvp()" in line)
-    assert "dot_general x3" in forward and "fp8 3 (f8E4M3FN x f8E4M3FN)" in forward
+    assert "dot_general x3" in forward and "fp8 2 (f8E4M3FN x f8E4M3FN)" in forward
+    assert "not-fp8 1 (stays in f16: the output head)" in forward
 
 
 def test_fallback_is_listed_with_its_reason(tmp_path: Path) -> None:
@@ -142,8 +149,8 @@ def test_square_kept_wide_is_listed(tmp_path: Path) -> None:
 
 def test_fp8_pipeline_without_scalify_counts_dots(tmp_path: Path) -> None:
     """Without scalify no op gets a scale record; a dot still counts as one op."""
-    data = json.loads(explain(str(MLP_STEP), "--pipeline", "inline,fp8-dots", "--format",
-                              "json"))
+    data = json.loads(explain(str(MLP_STEP), "--pipeline", "inline,fp8-dots{output-head=fp8}",
+                              "--format", "json"))
     assert {r["kind"] for r in data["records"]} == {"fp8"}
     assert data["families"] == [{"family": "dot", "ops": 8, "kinds": {"fp8": 8}}]
 

@@ -255,7 +255,10 @@ def test_mlp_step_bit_identical(seed: int, random_scales: bool, mlp: MlpSetup):
     assert not rejected, rejected
     assert len(emulator.dots) == 8
     assert {(d.lhs, d.rhs) for d in emulator.dots} == {
-        ("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8_e4m3fn")}
+        ("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8_e4m3fn"),
+        ("float16", "float16")}
+    # the output head (the last layer's dot and its two gradient dots) stays in f16
+    assert [(d.lhs, d.rhs) for d in emulator.dots].count(("float16", "float16")) == 3
     assert_bit_identical(outputs, emulated)
 
     reference = run_executable(mlp.original, leaves)
