@@ -27,16 +27,14 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from scalify_hlo.name_stack import is_backward
-from scalify_hlo.rewrites.emitter import defining_op, is_ranked_tensor, shape_of
+from scalify_hlo.rewrites.emitter import defining_op, is_ranked_tensor, shape_of, terminator
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 
 # Ops that cross a layer: the loss reached through one of them belongs to the later layer.
 _LAYER_OPS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 _LAYOUT_OPS = ops_with(Trait.LAYOUT_ONLY)
-# Region-holding ops whose operand i is each region's argument i (a loop's carry, which
-# reaches the loop's result i through the body's return; a zero-trip loop's operand reaches
-# it directly, which the walk does not follow).
-_CARRYING_OPS = frozenset({"stablehlo.while"})
+# Ops whose result i is their regions' returned value i (a loop's carry, a branch's result).
+_REGION_RESULT_OPS = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if"})
 
 
 def _is_float(value: ir.Value) -> bool:
@@ -45,50 +43,54 @@ def _is_float(value: ir.Value) -> bool:
                                               ir.FloatType)
 
 
-def _op(owner: object) -> ir.Operation:
-    return owner.operation if isinstance(owner, ir.OpView) else owner
+def _returned(region: ir.Region, index: int) -> list[ir.Value]:
+    """Value ``index`` of the region's return, if it has one."""
+    if not len(region.blocks):
+        return []
+    ret = terminator(region.blocks[0])
+    return [ret.operands[index]] if index < len(ret.operands) else []
 
 
-def _next_values(use: ir.OpOperand, entry: ir.Operation) -> tuple[list[ir.Value], bool]:
-    """Where the value used by ``use`` flows on in the forward pass, and whether the use
-    returns it from ``entry`` as a rank-0 float (the loss)."""
-    user = _op(use.owner)
-    name = user.name
-    if name in _LAYER_OPS or is_backward(user.location):
-        return [], False
-    if name == "func.return":
-        value = user.operands[use.operand_number]
-        if user.parent.operation == entry:
-            return [], _is_float(value) and not shape_of(value)
-        return [], False  # another function's: calls are inlined before scalify
-    if name == "stablehlo.return":  # out of a region: into its op's result of that index
-        parent = user.parent.operation
-        results = list(parent.results)
-        index = use.operand_number
-        return ([results[index]] if index < len(results) else []), False
-    if name in _CARRYING_OPS:
-        index = use.operand_number
-        return [region.blocks[0].arguments[index] for region in user.regions
-                if len(region.blocks) and index < len(region.blocks[0].arguments)], False
-    return [v for v in user.results if _is_float(v)], False
+def _sources(value: ir.Value) -> tuple[list[ir.Value], ir.Operation | None]:
+    """The float values ``value`` is computed from in the forward pass, or the dot it is
+    the result of (where the walk stops); nothing for a backward op or a function argument."""
+    op = defining_op(value)
+    if op is None:  # a block argument: a loop body's carry, or the function's argument
+        parent = value.owner.owner
+        parent = parent.operation if isinstance(parent, ir.OpView) else parent
+        if parent.name != "stablehlo.while" or value.owner != parent.regions[1].blocks[0]:
+            return [], None
+        index = ir.BlockArgument(value).arg_number
+        return [parent.operands[index], *_returned(parent.regions[1], index)], None
+    if is_backward(op.location):
+        return [], None
+    if op.name in _LAYER_OPS:
+        return [], op
+    if op.name in _REGION_RESULT_OPS:
+        index = ir.OpResult(value).result_number
+        regions = list(op.regions)[1:] if op.name == "stablehlo.while" else list(op.regions)
+        return [v for region in regions for v in _returned(region, index)], None
+    return [v for v in op.operands if _is_float(v)], None
 
 
-def reaches_loss(value: ir.Value, entry: ir.Operation) -> bool:
-    """Whether ``value`` reaches a rank-0 float result of ``entry`` through forward ops that
-    are not dots or convolutions."""
+def loss_dots(entry: ir.Operation) -> list[ir.Operation]:
+    """The forward dots whose result reaches a rank-0 float result of ``entry`` through
+    forward ops that are not dots or convolutions: one walk back from those results (each
+    value once, linear in the step)."""
+    returned = terminator(entry.regions[0].blocks[0])
+    pending = [v for v in returned.operands if _is_float(v) and not shape_of(v)]
     seen: set[ir.Value] = set()
-    frontier = [value]
-    while frontier:
-        current = frontier.pop()
-        if current in seen:
+    dots: list[ir.Operation] = []
+    while pending:
+        value = pending.pop()
+        if value in seen:
             continue
-        seen.add(current)
-        for use in current.uses:
-            following, returned = _next_values(use, entry)
-            if returned:
-                return True
-            frontier.extend(v for v in following if v not in seen)
-    return False
+        seen.add(value)
+        sources, dot = _sources(value)
+        if dot is not None and not any(dot == d for d in dots):
+            dots.append(dot)
+        pending.extend(v for v in sources if v not in seen)
+    return dots
 
 
 def _root(value: ir.Value) -> ir.Value:
@@ -104,11 +106,9 @@ def _root(value: ir.Value) -> ir.Value:
 def output_head(dots: list[ir.Operation], entry: ir.Operation) -> list[ir.Operation]:
     """The dots among ``dots`` that form ``entry``'s output head (see the module docstring),
     in the order given."""
-    forward = [d for d in dots if not is_backward(d.location)]
-    heads = [d for d in forward if reaches_loss(d.results[0], entry)]
+    heads = loss_dots(entry)
     if not heads:
         return []
     operands = {_root(v) for d in heads for v in d.operands}
-    head_set = set(heads)
-    return [d for d in dots if d in head_set or (
+    return [d for d in dots if any(d == h for h in heads) or (
         is_backward(d.location) and any(_root(v) in operands for v in d.operands))]
