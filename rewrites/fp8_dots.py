@@ -285,10 +285,9 @@ def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "no
         product = emit.op("stablehlo.reshape", [product],
                           [ir.RankedTensorType.get(result_shape, f32)]).result
     output = op.results[0]
+    # The unit-scaling 2^-k: in f32 right after the GEMM, where XLA folds it, and before the
+    # narrowing convert can overflow.
     factor = _output_scale(output)
-    if factor is not None:  # the unit-scaling 2^-k: in f32 right after the GEMM, where XLA
-        multiply, value = factor  # folds it, and before the narrowing convert can overflow
-        output = multiply.results[0]
     shifts = [shift for shift in (lhs_shift, rhs_shift) if shift is not None]
     if shifts:  # the operands' shifts undone, with the 2^-k, as one rank-0 factor
         i32 = emit.types.scalar_i32
@@ -300,16 +299,7 @@ def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "no
                               emit.broadcast_scalar(undo, product.type))
     elif factor is not None:
         product = emit.binary("stablehlo.multiply", product, emit.splat(factor[1], product.type))
-    product = emit.convert(product, element_type(output))
-    output.replace_all_uses_with(product)
-    if factor is not None:
-        constants = [v.owner for v in factor[0].operands if v != op.results[0]]
-        factor[0].erase()
-        for constant in constants:
-            constant = constant.operation if isinstance(constant, ir.OpView) else constant
-            if not list(constant.results[0].uses):
-                constant.erase()
-    op.erase()
+    _replace_dot(op, factor, emit.convert(product, element_type(output)))
 
 
 def widen_dot(op: ir.Operation) -> None:
@@ -326,10 +316,16 @@ def widen_dot(op: ir.Operation) -> None:
                       [ir.RankedTensorType.get(shape_of(output), f32)], attributes_of(op)).result
     factor = _output_scale(output)
     if factor is not None:
-        multiply, value = factor
-        product = emit.binary("stablehlo.multiply", product, emit.splat(value, product.type))
-        output = multiply.results[0]
-    output.replace_all_uses_with(emit.convert(product, element_type(output)))
+        product = emit.binary("stablehlo.multiply", product, emit.splat(factor[1], product.type))
+    _replace_dot(op, factor, emit.convert(product, element_type(output)))
+
+
+def _replace_dot(op: ir.Operation, factor: tuple[ir.Operation, float] | None,
+                 replacement: ir.Value) -> None:
+    """What read the dot (or its unit-scaling multiply, ``factor``) reads ``replacement``;
+    the dot, the multiply and its constant, now unused, are erased."""
+    output = op.results[0] if factor is None else factor[0].results[0]
+    output.replace_all_uses_with(replacement)
     if factor is not None:
         constants = [v.owner for v in factor[0].operands if v != op.results[0]]
         factor[0].erase()
