@@ -70,6 +70,9 @@ class Trait(Enum):
     ZERO_FILL_THROUGH = ("a constant operand gives a constant result (a zero fill a zero "
                          "fill): the checks for a loop's zero-filled initial value and for a "
                          "select's constant operand look through it (program_constants.py)")
+    ELEMENTWISE = ("maps each element to an element of its result alone: a transpose of its "
+                   "result is the op on transposed operands, which moves a transpose up to the "
+                   "dot it follows (dot_transposes.py)")
     HOISTABLE = ("pure elementwise, no regions or side effects: a scalar instance with "
                  "loop-invariant operands is hoisted out of its loop (loop_scales.py), and "
                  "XLA copies one into its users (scale_epochs.py)")
@@ -86,13 +89,16 @@ class OpRecord:
 
 def _op(name: str, family: Family | None, *traits: Trait,
         wide_operands: tuple[int, ...] = ()) -> OpRecord:
+    if Trait.HOISTABLE in traits:  # pure elementwise by definition
+        traits += (Trait.ELEMENTWISE,)
     return OpRecord(name, family, frozenset(traits), wide_operands)
 
 
 F = Family
-HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY, ZERO_FILL_THROUGH, HOISTABLE = (
+(HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY, ZERO_FILL_THROUGH, HOISTABLE,
+ ELEMENTWISE) = (
     Trait.HOMOGENEOUS, Trait.SUMS, Trait.KEEPS_RANGE, Trait.JOINS_WIDE_CLASS,
-    Trait.LAYOUT_ONLY, Trait.ZERO_FILL_THROUGH, Trait.HOISTABLE)
+    Trait.LAYOUT_ONLY, Trait.ZERO_FILL_THROUGH, Trait.HOISTABLE, Trait.ELEMENTWISE)
 
 # Grouped by family, in the order docs/ops.md lists the families.
 RECORDS = (
@@ -129,10 +135,10 @@ RECORDS = (
     _op("stablehlo.sort", F.WITH_REGION),
     _op("stablehlo.scatter", F.SCATTER),
     _op("stablehlo.sign", F.SCALE_INVARIANT, HOISTABLE),
-    _op("stablehlo.atan2", F.SCALE_INVARIANT),
+    _op("stablehlo.atan2", F.SCALE_INVARIANT, ELEMENTWISE),
     _op("stablehlo.multiply", F.MULTIPLY, HOISTABLE),
     _op("stablehlo.divide", F.DIVIDE, HOISTABLE),
-    _op("chlo.square", F.SQUARE),
+    _op("chlo.square", F.SQUARE, ELEMENTWISE),
     *(_op(name, F.DOT) for name in ("stablehlo.dot_general", "stablehlo.convolution")),
     *(_op(name, F.REDUCE) for name in ("stablehlo.reduce", "stablehlo.reduce_window")),
     _op("stablehlo.select_and_scatter", F.SELECT_AND_SCATTER),
@@ -146,15 +152,17 @@ RECORDS = (
     *(_op(name, F.NONLINEAR, HOISTABLE) for name in (
         "stablehlo.exponential", "stablehlo.log", "stablehlo.power", "stablehlo.floor",
         "stablehlo.ceil", "stablehlo.round_nearest_even", "stablehlo.bitcast_convert")),
-    # chlo's special functions and the rest: elementwise or random, nonlinear, no trait.
-    *(_op(name, F.NONLINEAR) for name in (
+    # chlo's special functions and the rest: elementwise, nonlinear, not hoisted.
+    *(_op(name, F.NONLINEAR, ELEMENTWISE) for name in (
         "stablehlo.exponential_minus_one", "stablehlo.log_plus_one", "stablehlo.logistic",
         "stablehlo.tanh", "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan",
         "stablehlo.cbrt", "stablehlo.round_nearest_afz", "stablehlo.is_finite",
-        "stablehlo.reduce_precision", "stablehlo.rng", "stablehlo.rng_bit_generator",
-        "chlo.erf", "chlo.erfc", "chlo.erf_inv", "chlo.tan", "chlo.lgamma", "chlo.digamma",
+        "stablehlo.reduce_precision", "chlo.erf", "chlo.erfc", "chlo.erf_inv", "chlo.tan",
+        "chlo.lgamma", "chlo.digamma",
         "chlo.sinh", "chlo.cosh", "chlo.asin", "chlo.acos", "chlo.atan", "chlo.asinh",
         "chlo.acosh", "chlo.atanh")),
+    # Random: nonlinear, no trait.
+    *(_op(name, F.NONLINEAR) for name in ("stablehlo.rng", "stablehlo.rng_bit_generator")),
     _op("stablehlo.constant", F.CONSTANT),
     _op("stablehlo.iota", F.PRODUCER),
     # Homogeneous only between integers: regions.is_homogeneous checks its types.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
+from scalify_hlo.rewrites.dot_transposes import transposes_to_dots
 from scalify_hlo.rewrites.emitter import (
     Emitter,
     attributes_of,
@@ -172,6 +173,8 @@ class Simplify(ModulePass):
         has_loops = any(op.name == "stablehlo.while" for op in ops)
         context.bump("simplify.identities-dropped", drop_identities(module, candidates))
         context.bump("simplify.factors-sunk", sink_scale_factors(module, candidates))
+        dags, transposes = transposes_to_dots(transposes)
+        context.bump("simplify.transposes-to-dots", dags)
         context.bump("simplify.transposes-moved", transpose_before_scaling(module, transposes))
         run_mlir_pipeline(module, "canonicalize,cse,symbol-dce" if may_have_dead_symbols(module)
                           else "canonicalize,cse")  # symbol-dce could remove nothing: skipped
