@@ -7,8 +7,8 @@ of its branches' unit-scaling estimates keeps data far below 1, and a LayerNorm 
 on (the final LayerNorm of a 4-layer scan GPT gave data of 2^-11, 95% of it below E4M3's
 smallest subnormal). So with ``scaling=amax`` (the default) each operand takes a power of two
 from its own amax that brings it to the top binade of the format, and the dot's output takes
-the inverse (one rank-0 factor, which XLA:GPU folds into the GEMM). Per operand:
-``convert(clamp(-max, x * 2^e, max)) -> f8``, reshaped (never transposed) to one batch
+the inverse (one rank-0 factor, which XLA:GPU folds into the GEMM). Per operand
+(``fp8_casts.py``): ``convert(clamp(-max, x * 2^e, max)) -> f8``, grouped to one batch
 group, one contracting and one non-contracting dimension; the dot produces f32, is
 multiplied by ``2^-(e_lhs + e_rhs)`` (and the unit-scaling 2^-k), reshaped back and
 converted to the data dtype. ``scaling=none``: the cast takes the data as it is.
@@ -26,11 +26,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.dtypes import (
     DATA_DTYPES,
-    EXPONENT_RANGES,
-    FP8_EXPONENT_RANGES,
     FP8_FORMATS,
-    FP8_MAX,
-    FP8_TOP_EXPONENT,
 )
 from scalify_hlo.errors import PipelineError, RewriteError
 from scalify_hlo.module_io import short_location
@@ -43,11 +39,11 @@ from scalify_hlo.rewrites.emitter import (
     attributes_of,
     defining_op,
     element_type,
-    float_type,
     ops_named,
     shape_of,
     splat_scalar,
 )
+from scalify_hlo.rewrites.fp8_casts import OperandLayout, cast_operand, free_dims
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.output_head import output_head
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
@@ -58,8 +54,6 @@ SCALINGS = ("auto", "amax", "none")
 # Whether the dots of the step's output head (see rewrites/output_head) stay in the data
 # dtype or become FP8 like the others (the pass's ``output-head`` option).
 OUTPUT_HEAD = ("keep", "fp8")
-# Bound on an operand's shift, so that both shifts and their sum stay normal f32 powers of two.
-_MAX_SHIFT = 60
 # Ops that only move data: an operand reached through them keeps its producer's role.
 _LAYOUT_OPS = ops_with(Trait.LAYOUT_ONLY)
 
@@ -81,42 +75,6 @@ class DotDims:
 
         return DotDims(dims("lhs_batching_dimensions"), dims("rhs_batching_dimensions"),
                        dims("lhs_contracting_dimensions"), dims("rhs_contracting_dimensions"))
-
-
-def _free_dims(rank: int, batch: list[int], contracting: list[int]) -> list[int]:
-    return [d for d in range(rank) if d not in batch and d not in contracting]
-
-
-def _contiguous(dims: list[int]) -> bool:
-    return dims == list(range(dims[0], dims[0] + len(dims))) if dims else True
-
-
-@dataclass(frozen=True)
-class OperandLayout:
-    """How one dot operand becomes (batch..., group, group): a permutation (identity when the
-    dimensions already group, so no transpose is spent) and the grouped shape."""
-
-    permutation: list[int]
-    grouped_shape: list[int]
-    contracting_position: int
-    free_position: int
-
-    @staticmethod
-    def of(shape: list[int], batch: list[int], contracting: list[int]) -> OperandLayout:
-        free = _free_dims(len(shape), batch, contracting)
-        in_place = (batch == list(range(len(batch))) and _contiguous(contracting)
-                    and _contiguous(free))
-        if in_place:
-            permutation = list(range(len(shape)))
-            groups = sorted([contracting, free], key=lambda g: g[0])
-        else:  # batch leading, contracting minor ("TN"), as cuBLASLt wants
-            permutation = batch + free + contracting
-            groups = [free, contracting]
-        grouped = [shape[d] for d in batch] + [math.prod(shape[d] for d in g) for g in groups]
-        nb = len(batch)
-        contracting_position = nb + (0 if groups[0] is contracting else 1)
-        free_position = nb + (1 if groups[0] is contracting else 0)
-        return OperandLayout(permutation, grouped, contracting_position, free_position)
 
 
 def _produced_under_transpose(value: ir.Value) -> bool:
@@ -156,7 +114,7 @@ def _ineligible(op: ir.Operation, options: Fp8Options) -> str | None:
         return "no contracting dimension"
     for rank, batch, contracting in ((len(shape_of(lhs)), dims.lhs_batch, dims.lhs_contracting),
                                      (len(shape_of(rhs)), dims.rhs_batch, dims.rhs_contracting)):
-        if not _free_dims(rank, batch, contracting):
+        if not free_dims(rank, batch, contracting):
             return "an operand has no non-contracting dimension (a matrix-vector product)"
     size = math.prod(shape_of(op.results[0])) * math.prod(
         shape_of(lhs)[d] for d in dims.lhs_contracting)
@@ -179,109 +137,6 @@ def _formats(op: ir.Operation, options: Fp8Options) -> tuple[str, str]:
     return lhs, rhs
 
 
-def _amax_shift(emit: Emitter, wide: ir.Value, fmt: str, low: int = -_MAX_SHIFT,
-                high: int = _MAX_SHIFT) -> ir.Value:
-    """The rank-0 i32 ``e`` that brings the amax of ``wide`` (f32) into the format's top
-    binade, within [``low``, ``high``]; 0 for an amax of 0, a subnormal, inf or NaN (the cast
-    then sees the data as is)."""
-    amax = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum", 0.0)
-    exponent = emit.exponent_of_pow2(amax)  # floor(log2(amax)) for a normal amax
-    i32 = emit.types.scalar_i32
-    shift = emit.binary("stablehlo.subtract", emit.int_scalar(FP8_TOP_EXPONENT[fmt]),
-                        exponent, i32)
-    shift = emit.clamp_exponent(shift, low, high)
-    i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
-    normal = emit.op("stablehlo.and", [
-        emit.op("stablehlo.compare", [exponent, emit.int_scalar(-127)], [i1],
-                {"comparison_direction": ir.Attribute.parse(
-                    "#stablehlo<comparison_direction GT>")}).result,
-        emit.op("stablehlo.compare", [exponent, emit.int_scalar(128)], [i1],
-                {"comparison_direction": ir.Attribute.parse(
-                    "#stablehlo<comparison_direction LT>")}).result], [i1]).result
-    return emit.op("stablehlo.select", [normal, shift, emit.int_scalar(0)], [i32]).result
-
-
-def measures_amax(scaling: str, fmt: str, data_dtype: str) -> bool:
-    """Whether an operand of ``data_dtype`` takes a shift from its amax before the cast to
-    ``fmt``: always under ``amax``, never under ``none``; under ``auto`` where the format's
-    exponent range is narrower than the data type's (E4M3FN for any data; E5M2 holds f16's
-    whole range, so f16 data casts to it as it is, and the statistic, a reduction and on a
-    GPU two kernels per operand, buys nothing there)."""
-    if scaling != "auto":
-        return scaling == "amax"
-    low, high = FP8_EXPONENT_RANGES[fmt]
-    data_low, data_high = EXPONENT_RANGES[data_dtype]
-    return low > data_low or high < data_high
-
-
-def _shift_range(data: str) -> tuple[int, int]:
-    """The shifts an operand of ``data`` dtype may take: what ``_MAX_SHIFT`` allows, and for
-    f16 the powers of two it holds as normals (2^-14 to 2^15), because the shift is applied
-    in the data's own type (``_times_pow2``). A smaller shift only leaves an operand whose
-    amax is under 2^-7 below the format's top binade (as many fewer binades of range)."""
-    low, high = EXPONENT_RANGES.get(data, (-_MAX_SHIFT, _MAX_SHIFT))
-    return max(low, -_MAX_SHIFT), min(high, _MAX_SHIFT)
-
-
-def _times_pow2(emit: Emitter, value: ir.Value, shift: ir.Value) -> ir.Value:
-    """``value * 2^shift`` in the value's own type: exact (the shift is within the type's
-    normal powers, and the product within the FP8 format's range or clamped after), and a
-    chain of its own from the data to the cast. Multiplying ``convert(x, f32)`` instead
-    shares that convert with every other f32 use of ``x`` (a weight's Adam update), and XLA
-    then gives them all the layout the GEMM wants for its operand (contracting dimension
-    minor): on an H100 target the update ran transposed, a transpose kernel per weight,
-    moment and result (2-layer GPT, delayed statistics: 246 -> N fusions)."""
-    factor = emit.pow2_of_exponent(shift)
-    element = element_type(value)
-    if element != emit.types.f32:
-        factor = emit.convert(factor, element, emit.types.scalar_f32)
-    return emit.binary("stablehlo.multiply", value, emit.broadcast_scalar(factor, value.type),
-                       value.type)
-
-
-def _cast_operand(emit: Emitter, value: ir.Value, fmt: str, layout: OperandLayout,
-                  scaling: str = "none", delayed: DelayedExponents | None = None
-                  ) -> tuple[ir.Value, ir.Value | None]:
-    """The FP8 operand, and (when it ``measures_amax``) the i32 exponent its data was
-    multiplied by: with ``delayed``, the one the previous call measured (in ``use`` mode).
-    A tensor cast again in the same format (a weight for its forward and its backward dot)
-    takes the point of its first cast (``DelayedExponents.by_operand``): both casts are then
-    the same ops (one all-gather of a sharded weight, where two points gave two differently
-    scaled copies)."""
-    limit = FP8_MAX[fmt]
-    shift = None
-    data = str(element_type(value))
-    if measures_amax(scaling, fmt, data):
-        f32 = ir.F32Type.get()
-        wide = emit.convert(value, f32)
-        key = (value, fmt)
-        shift = delayed.by_operand.get(key) if delayed is not None else None
-        if shift is None:
-            low, high = _shift_range(data)
-            shift = _amax_shift(emit, wide, fmt, low, high)
-            if delayed is not None:
-                given = delayed.exponent(emit, shift)
-                if given is not shift:  # any vector a caller passes: keep the factors normal
-                    shift = emit.clamp_exponent(given, low, high)
-                delayed.by_operand[key] = shift
-        value = _times_pow2(emit, value if data in EXPONENT_RANGES else wide, shift)
-    scalar = ir.RankedTensorType.get([], element_type(value))
-    low = emit.splat(-limit, scalar)
-    high = emit.splat(limit, scalar)
-    clamped = emit.op("stablehlo.clamp", [low, value, high], [value.type]).result
-    f8_type = float_type(fmt)
-    f8 = emit.convert(clamped, f8_type)
-    shape = shape_of(value)
-    if layout.permutation != list(range(len(shape))):
-        permuted = [shape[d] for d in layout.permutation]
-        f8 = emit.op("stablehlo.transpose", [f8], [ir.RankedTensorType.get(permuted, f8_type)],
-                     {"permutation": ir.DenseI64ArrayAttr.get(layout.permutation)}).result
-    if layout.grouped_shape != shape_of(f8):
-        f8 = emit.op("stablehlo.reshape", [f8], [ir.RankedTensorType.get(
-            layout.grouped_shape, f8_type)]).result
-    return f8, shift
-
-
 def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "none",
                 delayed: DelayedExponents | None = None) -> None:
     """Replace the dot by FP8 operands, an f32 dot in canonical form, and the way back
@@ -291,8 +146,8 @@ def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "no
     emit = Emitter(ir.InsertionPoint(op), op.location)
     lhs_layout = OperandLayout.of(shape_of(lhs), dims.lhs_batch, dims.lhs_contracting)
     rhs_layout = OperandLayout.of(shape_of(rhs), dims.rhs_batch, dims.rhs_contracting)
-    lhs8, lhs_shift = _cast_operand(emit, lhs, lhs_fmt, lhs_layout, scaling, delayed)
-    rhs8, rhs_shift = _cast_operand(emit, rhs, rhs_fmt, rhs_layout, scaling, delayed)
+    lhs8, lhs_shift = cast_operand(emit, lhs, lhs_fmt, lhs_layout, scaling, delayed)
+    rhs8, rhs_shift = cast_operand(emit, rhs, rhs_fmt, rhs_layout, scaling, delayed)
     nb = len(dims.lhs_batch)
     numbers = ir.Attribute.parse(
         "#stablehlo.dot<lhs_batching_dimensions = [{b}], rhs_batching_dimensions = [{b}], "
