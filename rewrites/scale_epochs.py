@@ -208,14 +208,18 @@ class _Epochs:
 
 
 def _as_i32(emit: Emitter, value: ir.Value) -> ir.Value:
-    """A scalar as an i32 for the epoch's vector: an f32 by its bits (exact, and an integer
-    is never flushed as a subnormal would be), a predicate as 0 or 1."""
+    """A scalar as an i32 for the epoch's vector: a float by its bits (exact, and an integer
+    is never flushed as a subnormal would be; a 16-bit float's bits widened as an i16), a
+    predicate as 0 or 1."""
     element = value.type.element_type
     i32 = emit.types.scalar_i32
     if element == emit.types.i32:
         return value
     if element == emit.types.f32:
         return emit.unary("stablehlo.bitcast_convert", value, i32)
+    if isinstance(element, _HALF_FLOATS):
+        bits = emit.unary("stablehlo.bitcast_convert", value, _scalar_i16())
+        return emit.unary("stablehlo.convert", bits, i32)
     return emit.unary("stablehlo.convert", value, i32)
 
 
@@ -225,13 +229,24 @@ def _from_i32(emit: Emitter, value: ir.Value, t: ir.Type) -> ir.Value:
         return value
     if element == emit.types.f32:
         return emit.unary("stablehlo.bitcast_convert", value, t)
+    if isinstance(element, _HALF_FLOATS):
+        bits = emit.unary("stablehlo.convert", value, _scalar_i16())
+        return emit.unary("stablehlo.bitcast_convert", bits, t)
     return emit.unary("stablehlo.convert", value, t)
 
 
+_HALF_FLOATS = (ir.F16Type, ir.BF16Type)
+
+
+def _scalar_i16() -> ir.RankedTensorType:
+    return ir.RankedTensorType.get([], ir.IntegerType.get_signless(16))
+
+
 def _packable(value: ir.Value) -> bool:
-    """i32, f32 and i1 scalars: what an i32 vector holds exactly."""
+    """i32, f32, f16, bf16 and i1 scalars: what an i32 vector holds exactly (an FP8 operand's
+    shift is a factor in the data's own type)."""
     element = value.type.element_type
-    if isinstance(element, ir.F32Type):
+    if isinstance(element, (ir.F32Type, *_HALF_FLOATS)):
         return True
     return isinstance(element, ir.IntegerType) and element.width in (1, 32)
 

@@ -43,10 +43,12 @@ def test_golden_cases_keep_their_numbers(index: int) -> None:
 
 @pytest.mark.parametrize("pipeline", ["inline,scalify{data-dtype=f32},simplify", DEFAULT])
 def test_a_rewritten_step_keeps_its_numbers(pipeline: str) -> None:
-    """f32 exactness mode and the default policy: bit-identical with and without the pass."""
+    """f32 exactness mode and the default policy: bit-identical with and without the pass
+    (the default's FP8 operand shifts are f16 factors, packed by their bits as i16)."""
     rewritten = rewrite_text(STEP, pipeline)
     packed = rewrite_text(rewritten, "materialize-scales")
     assert "optimization_barrier" in packed
+    assert ("tensor<i16>" in packed) == (pipeline == DEFAULT)
     signature = entry_signature(STEP)
     rng = np.random.default_rng(0)
     inputs = split_inputs(signature, random_inputs(signature, rng),
