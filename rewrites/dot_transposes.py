@@ -63,7 +63,7 @@ def _dag(transpose: ir.Operation) -> tuple[ir.Operation, list[ir.Operation]] | N
     where the transpose's operand is not such a DAG."""
     source = transpose.operands[0]
     shape = ir.RankedTensorType(source.type).shape
-    block = transpose.parent
+    parent = transpose.parent  # the op whose region holds the DAG
     dot: ir.Operation | None = None
     order: list[ir.Operation] = []
     seen: set[ir.Value] = set()
@@ -78,7 +78,7 @@ def _dag(transpose: ir.Operation) -> tuple[ir.Operation, list[ir.Operation]] | N
         if value in seen:
             continue
         seen.add(value)
-        if op is None or op.parent != block or len(op.results) != 1:
+        if op is None or op.parent != parent or len(op.results) != 1:
             return None
         if op.name == _DOT:
             if dot is not None:
@@ -114,6 +114,7 @@ def _closed(dot: ir.Operation, order: list[ir.Operation], permutation: tuple[int
     beside the chain), operands first; None unless every other use of the dot's and the
     DAG's results is a transpose with ``permutation`` or a full reduction."""
     shape = ir.RankedTensorType(dot.results[0].type).shape
+    parent = dot.parent
     inside = {dot.results[0], *(op.results[0] for op in order)}
     work = list(inside)
     waiting: dict[ir.Value, ir.Operation] = {}  # elementwise users with an operand to come
@@ -128,6 +129,7 @@ def _closed(dot: ir.Operation, order: list[ir.Operation], permutation: tuple[int
             if _full_reduction(user):
                 continue
             if (user.name not in _ELEMENTWISE or len(user.results) != 1 or _has_sharding(user)
+                    or user.parent != parent  # a use inside a loop or branch stays
                     or ir.RankedTensorType(user.results[0].type).shape != shape):
                 return None
             result = user.results[0]

@@ -100,3 +100,29 @@ func.func @tensor_operand(%a: tensor<8x6xf32>, %b: tensor<8x4xf32>, %bias: tenso
   %u = stablehlo.transpose %n, dims = [1, 0] : (tensor<6x4xf32>) -> tensor<4x6xf32>
   return %t, %u : tensor<4x6xf32>, tensor<4x6xf32>
 }
+
+// -----
+
+// Left alone: a value of the chain is used by an elementwise op inside a branch (the moved
+// DAG is emitted in the dot's block only), even where what it feeds there is a statistic.
+
+// CHECK-LABEL: func.func @branch_use
+// CHECK:         [[D:%.*]] = stablehlo.dot_general {{.*}} -> tensor<6x4xf32>
+// CHECK:         [[M:%.*]] = stablehlo.multiply [[D]], {{%.*}} : tensor<6x4xf32>
+// CHECK-NEXT:    [[T:%.*]] = stablehlo.transpose [[M]], dims = [1, 0]
+// CHECK:         stablehlo.negate [[M]] : tensor<6x4xf32>
+func.func @branch_use(%a: tensor<8x6xf32>, %b: tensor<8x4xf32>, %s: tensor<f32>, %p: tensor<i1>) -> (tensor<4x6xf32>, tensor<f32>) {
+  %d = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<8x6xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+  %f = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<6x4xf32>
+  %m = stablehlo.multiply %d, %f : tensor<6x4xf32>
+  %t = stablehlo.transpose %m, dims = [1, 0] : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  %r = "stablehlo.if"(%p) ({
+    %n = stablehlo.negate %m : tensor<6x4xf32>
+    %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %x = stablehlo.reduce(%n init: %z) applies stablehlo.maximum across dimensions = [0, 1] : (tensor<6x4xf32>, tensor<f32>) -> tensor<f32>
+    stablehlo.return %x : tensor<f32>
+  }, {
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<i1>) -> tensor<f32>
+  return %t, %r : tensor<4x6xf32>, tensor<f32>
+}
