@@ -21,7 +21,13 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Emitter, attributes_of, defining_op, ops_named
+from scalify_hlo.rewrites.emitter import (
+    Emitter,
+    attributes_of,
+    defining_op,
+    is_scalar_broadcast,
+    ops_named,
+)
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 
@@ -32,11 +38,6 @@ MAX_DAG_OPS = 64  # a DAG this large is not scale arithmetic: left alone (and th
 
 def _permutation(transpose: ir.Operation) -> tuple[int, ...]:
     return tuple(ir.DenseI64ArrayAttr(transpose.attributes["permutation"]))
-
-
-def _is_scalar_broadcast(op: ir.Operation | None) -> bool:
-    return (op is not None and op.name == "stablehlo.broadcast_in_dim"
-            and ir.RankedTensorType(op.operands[0].type).rank == 0)
 
 
 def _is_splat(op: ir.Operation | None) -> bool:
@@ -50,8 +51,7 @@ def _free(value: ir.Value) -> bool:
     """An operand that is the same in any layout: a scalar, a broadcast scalar, a splat."""
     if ir.RankedTensorType(value.type).rank == 0:
         return True
-    op = defining_op(value)
-    return _is_scalar_broadcast(op) or _is_splat(op)
+    return is_scalar_broadcast(value) or _is_splat(defining_op(value))
 
 
 def _has_sharding(op: ir.Operation) -> bool:
@@ -159,7 +159,7 @@ def _free_operand(emit: Emitter, value: ir.Value, permutation: tuple[int, ...]) 
         return value
     t = _permuted(value.type, permutation)
     op = defining_op(value)
-    if _is_scalar_broadcast(op):
+    if is_scalar_broadcast(value):
         return emit.broadcast_scalar(op.operands[0], t)
     splat = ir.DenseElementsAttr(op.attributes["value"]).get_splat_value()
     return emit.op("stablehlo.constant", [], [t],

@@ -139,6 +139,13 @@ def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
     return found
 
 
+def is_scalar_broadcast(value: ir.Value) -> bool:
+    """Whether ``value`` is a rank-0 value broadcast to a tensor (a scale factor)."""
+    op = defining_op(value)
+    return (op is not None and op.name == "stablehlo.broadcast_in_dim"
+            and not ir.RankedTensorType(op.operands[0].type).shape)
+
+
 def splat_constant_value(value: ir.Value) -> float | None:
     """The value of a splat constant, or of a broadcast of one; None otherwise."""
     op = defining_op(value)

@@ -13,6 +13,7 @@ from scalify_hlo.rewrites.emitter import (
     Emitter,
     attributes_of,
     defining_op,
+    is_scalar_broadcast,
     ops_named,
     splat_constant_value,
 )
@@ -78,12 +79,6 @@ def drop_identities(module: ir.Module, ops: list[ir.Operation] | None = None) ->
     return dropped
 
 
-def _is_scalar_broadcast(value: ir.Value) -> bool:
-    op = defining_op(value)
-    return (op is not None and op.name == "stablehlo.broadcast_in_dim"
-            and not ir.RankedTensorType(op.operands[0].type).shape)
-
-
 def sink_scale_factors(module: ir.Module, ops: list[ir.Operation] | None = None) -> int:
     """``(a * b) * broadcast(s)`` becomes ``a * (b * broadcast(s))`` when the product has no
     other use: the same number for a power-of-two ``s``, but XLA can then contract
@@ -96,11 +91,11 @@ def sink_scale_factors(module: ir.Module, ops: list[ir.Operation] | None = None)
         if op.name != "stablehlo.multiply":
             continue
         product, factor = op.operands
-        if not _is_scalar_broadcast(factor):
+        if not is_scalar_broadcast(factor):
             continue
         inner = defining_op(product)
         if (inner is None or inner.name != "stablehlo.multiply"
-                or len(list(product.uses)) != 1 or _is_scalar_broadcast(inner.operands[1])):
+                or len(list(product.uses)) != 1 or is_scalar_broadcast(inner.operands[1])):
             continue
         a, b = inner.operands
         a_op = defining_op(a)
@@ -116,7 +111,7 @@ def sink_scale_factors(module: ir.Module, ops: list[ir.Operation] | None = None)
 
 
 def _splat_or_scalar_broadcast(value: ir.Value) -> bool:
-    return _is_scalar_broadcast(value) or splat_constant_value(value) is not None
+    return is_scalar_broadcast(value) or splat_constant_value(value) is not None
 
 
 def transpose_before_scaling(module: ir.Module, ops: list[ir.Operation] | None = None) -> int:
