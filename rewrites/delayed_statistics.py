@@ -11,13 +11,16 @@ moves by a binade or two, and f16 has fifteen above unit scale; a value that a s
 exponent would overflow saturates at the data type's largest finite value instead of
 becoming inf (an inf of the wide value stays inf).
 
-The statistics of the entry function's own block (the ``rescale`` pass's points and the
-narrowing of a wide value to the data type, in ``scalify``; then the FP8 operands' amax
-shifts, in ``fp8-dots``, which appends its own; points inside loops, shard_map bodies and
-other regions measure and apply their statistic as before), in the order the passes meet
-them, are numbered 0..K-1. With ``delayed-statistics=measure`` the function returns
-the exponents it applied as one more result, a ``tensor<Kxi32>``; with ``use`` it also takes
-one more argument of that type, the exponents to apply, and returns the ones it measured. A
+The statistics of the entry function's own block (the ``rescale`` pass's points, the
+narrowing of a wide value to the data type and the encodings of f16 results, at unit RMS or
+as square roots, in ``scalify``; then the FP8 operands' amax shifts, in ``fp8-dots``, which
+appends its own; points inside loops, shard_map bodies and other regions measure and apply
+their statistic as before), in the order the passes meet them, are numbered 0..K-1. The
+results' own too: a result stored at the exponent of its statistic waits for that
+statistic's all-reduce, and XLA:GPU's multi-output fusions then chain the next ones behind
+it. With ``delayed-statistics=measure`` the function returns the exponents it applied as
+one more result, a ``tensor<Kxi32>``; with ``use`` it also takes one more argument of that
+type, the exponents to apply, and returns the ones it measured. A
 caller runs the ``measure`` program once (the first step: its exponents are the measured
 ones) and the ``use`` program after, each call given the exponents the one before returned
 (``compile_scaled`` does that through its bank of scales). The function attribute

@@ -136,7 +136,8 @@ def tail_result(scope: Scope, value: Scaled, storage: ir.Type, square: bool = Fa
     on the next step (tests/test_range_f16.py)."""
     name = dtype_name(storage)
     if name == "f16" and not value.any_scale and value.scale.is_static:
-        encoded = scope.at_unit_rms(value, storage, EXPONENT_RANGES[name][1], at_top=square)
+        encoded = scope.at_unit_rms(value, storage, EXPONENT_RANGES[name][1], at_top=square,
+                                     delayable=True)
         # The exponent is a normal one ([-126, 126]): the result's f32 scale is built as it
         # is, with no saturation (which would cost a pass over the data) at the boundary.
         exponent = scope.exponent(encoded.scale)

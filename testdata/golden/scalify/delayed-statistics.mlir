@@ -50,12 +50,13 @@ func.func @two_points(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf3
 // -----
 
 // A point inside a loop measures and applies its statistic as before (each iteration's data
-// is its own): only top-level points are delayed, so this function has none.
+// is its own): only top-level points are delayed, so this function's one delayed exponent is
+// its result's encoding (a square, stored by its root).
 
 // CHECK-LABEL: func.func @in_a_loop
-// CHECK-NOT:     delayed_exponents
+// CHECK-SAME:    tensor<1xi32> {jax.arg_info = "delayed_exponents"}
 // FP8-LABEL:   func.func @in_a_loop
-// FP8-NOT:       delayed_exponents
+// FP8-SAME:      tensor<1xi32> {jax.arg_info = "delayed_exponents"}
 // CHECK:         stablehlo.while
 // CHECK:           stablehlo.reduce
 // CHECK:         return

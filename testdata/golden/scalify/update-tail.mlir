@@ -3,6 +3,8 @@
 // RUN:   | filecheck %s --check-prefix F16
 // RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=f32 update=scaled}' \
 // RUN:   | filecheck %s --check-prefix SCALED
+// RUN: scalify-hlo rewrite %s --split-input-file \
+// RUN:   --pipeline 'scalify{data-dtype=f16 delayed-statistics=use}' | filecheck %s --check-prefix F16USE
 
 // The update tail: in a step with a backward pass (ops under JAX's transpose(jvp(...))),
 // the elementwise ops that lead only to the results (an optimizer's update) run as in the
@@ -33,6 +35,23 @@
 // F16:         stablehlo.sqrt
 // F16:         [[DATA:%.*]] = stablehlo.convert {{%.*}} : (tensor<4x4xf32>) -> tensor<4x4xf16>
 // F16:         return [[DATA]], {{%.*}} : tensor<4x4xf16>, tensor<f32>
+
+// With delayed statistics (use) the f16 result is stored at the exponent the previous call
+// measured for it (the given one, saturating: no wait for its own statistics), and the
+// exponent it measures is handed on. The amax floor keeps two binades free (12, not 14:
+// room for the largest entry to grow until the next call).
+// F16USE-LABEL: func.func public @sgd
+// F16USE-SAME:    tensor<1xi32> {jax.arg_info = "delayed_exponents"}
+// F16USE:         [[GIVEN:%.*]] = stablehlo.reshape {{%.*}} : (tensor<1xi32>) -> tensor<i32>
+// F16USE:         [[NEW:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<4x4xf32>
+// F16USE:         stablehlo.constant dense<12> : tensor<i32>
+// F16USE:         stablehlo.clamp {{%.*}}, [[GIVEN]], {{%.*}} : tensor<i32>
+// F16USE:         [[SHIFTED:%.*]] = stablehlo.multiply [[NEW]], {{%.*}} : tensor<4x4xf32>
+// F16USE:         stablehlo.clamp {{%.*}}, [[SHIFTED]], {{%.*}} : (tensor<f32>, tensor<4x4xf32>, tensor<f32>)
+// F16USE:         [[DATA:%.*]] = stablehlo.convert {{%.*}} : (tensor<4x4xf32>) -> tensor<4x4xf16>
+// F16USE:         stablehlo.add [[GIVEN]]
+// F16USE:         [[V:%.*]] = stablehlo.reshape {{%.*}} : (tensor<i32>) -> tensor<1xi32>
+// F16USE:         return [[DATA]], {{%.*}}, [[V]] : tensor<4x4xf16>, tensor<f32>, tensor<1xi32>
 
 // SCALED-LABEL: func.func public @sgd
 // SCALED-NOT:     stablehlo.constant dense<1.000000e+00> : tensor<f32>
