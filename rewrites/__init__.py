@@ -11,6 +11,7 @@ from scalify_hlo.rewrites import (  # noqa: F401  (registration)
     scale_epochs,
     scalify,
     simplify,
+    statistics_fence,
 )
 from scalify_hlo.rewrites.registry import (
     PASSES,

@@ -23,6 +23,7 @@ from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.scale_epochs import EPOCHS, materialize_scales
+from scalify_hlo.rewrites.statistics_fence import fence_delayed_statistics
 
 # What simplify packs last (its ``pack-scales`` option, Policy.scale_packing): the epochs
 # materialize-scales takes, or none.
@@ -188,3 +189,5 @@ class Simplify(ModulePass):
         if self.pack_scales != "none":
             context.bump("simplify.scales-packed", materialize_scales(
                 module, arguments_only=self.pack_scales == "arguments"))
+        # After everything that moves or merges scalar ops: their order is what it fixes.
+        context.bump("simplify.statistics-fenced", fence_delayed_statistics(module))

@@ -27,6 +27,7 @@ import models
 import sharded_setups as setups
 from scalify_hlo import Policy, ScaledArray, compile_scaled, unscale_tree
 from scalify_hlo.scaled_array import is_scaled_leaf
+from scalify_hlo.targets.collectives import serial_collectives
 
 POLICIES = {"f32": Policy(data_dtype="float32", fp8_dots=False),
             "f16": Policy(data_dtype="float16", fp8_dots=False), "default": Policy()}
@@ -59,17 +60,21 @@ for name, policies in (("data_parallel", ["f32", "default"]), ("fsdp", ["default
                        ("tensor_parallel", ["f32", "f16", "default"])):
     step, args = setups.setup(name)
     want = jax.jit(step)(*args)
-    original_all_reduces = all_reduces(jax.jit(step).lower(*args).compile())
+    original = jax.jit(step).lower(*args).compile()
+    original_all_reduces = all_reduces(original)
     for policy in policies:
         scaled = compile_scaled(step, *args, policy=POLICIES[policy])
         out = scaled(*args)
         again = scaled(*out[:-1], *args[-2:])  # outputs fed back: no resharding
+        fed_back = scaled.lower(*out[:-1], *args[-2:]).compile()
         report[f"{name}/{policy}"] = {
             "errors": errors(unscale_tree(out), want), "same": same_shardings(out, want),
             "again_same": same_shardings(again, want),
             "fallbacks": len(scaled.report().warnings),
             "all_reduces": all_reduces(scaled.lower(*args).compile()),
-            "fed_back_all_reduces": all_reduces(scaled.lower(*out[:-1], *args[-2:]).compile()),
+            "fed_back_all_reduces": all_reduces(fed_back),
+            "fed_back_serial": serial_collectives(fed_back.as_text()),
+            "original_serial": serial_collectives(original.as_text()),
             "delayed_points": scaled._delayed, "original_all_reduces": original_all_reduces}
 
 # shard_map: psum of gradients, psum of their squares; and 4 steps of training.
@@ -227,3 +232,14 @@ def test_default_policy_delays_statistics_of_a_partitioned_step(report: dict[str
     assert found["delayed_points"] > 2, found
     assert found["fed_back_all_reduces"] <= found["original_all_reduces"] + 2, found
     assert report["data_parallel/f32"]["delayed_points"] == 0
+
+
+def test_fsdp_statistics_wait_for_no_statistic(report: dict[str, Any]) -> None:
+    """FSDP, default policy, a fed-back call (delayed statistics): the results are stored at
+    the exponents the call before measured and the statistics are fenced together, so no
+    statistic's all-reduce waits for another's. Past the original's (one for the
+    gradients): the f16 gradients' own, and one each for the max and the sum statistics;
+    on the data path at most one collective more than the original's."""
+    found = report["fsdp/default"]
+    assert found["fed_back_all_reduces"] <= found["original_all_reduces"] + 3, found
+    assert found["fed_back_serial"] <= found["original_serial"] + 1, found

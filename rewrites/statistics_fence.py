@@ -1,0 +1,114 @@
+"""Delayed statistics fenced: the arithmetic that turns this call's statistics into the
+exponents it hands on runs after all of them are taken.
+
+Why: with delayed statistics no data waits for a statistic (``delayed_statistics.py``), so
+every statistic's all-reduce of a sharded step is independent and XLA could combine them.
+But XLA:GPU then fuses the scalar arithmetic after one statistic (its rounding to an
+exponent, the zero case) with the arithmetic of the exponents the data applies (siblings
+reading the same given exponents), and the data after that fusion, whose statistics feed
+the next all-reduce, waits for the first: on an 8-H100 FSDP step five all-reduces in a
+row. One ``stablehlo.optimization_barrier`` over the raw statistics, with everything they
+feed moved below it, makes that arithmetic wait for all of them; a fusion that joined it to
+an exponent some statistic depends on would be a cycle, which XLA never makes.
+
+Which statistics: the full reductions (``stablehlo.reduce`` to a scalar) that the function's
+last result, the exponent vector, reads through scalar arithmetic of the entry block. One is
+fenced only if what it feeds feeds nothing but that result: in ``measure`` mode (and in
+``use`` mode, a point inside a loop) the data applies what is measured, and the statistic
+stays where it is. The values stay the same; only the order XLA may run them in changes.
+"""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.delayed_statistics import delayed_count_of
+from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
+from scalify_hlo.symbols import entry_function
+
+
+def _is_statistic(op: ir.Operation) -> bool:
+    """A reduction of a tensor to a scalar."""
+    if op.name != "stablehlo.reduce" or len(op.results) != 1:
+        return False
+    result, source = op.results[0].type, op.operands[0].type
+    return (isinstance(result, ir.RankedTensorType) and result.rank == 0
+            and isinstance(source, ir.RankedTensorType) and source.rank > 0)
+
+
+def _exponent_slice(block: ir.Block, measured: ir.Value) -> set[ir.Operation]:
+    """The ops of ``block`` that ``measured`` reads, not looking past a statistic into the
+    data it reduces."""
+    found: set[ir.Operation] = set()
+    stack = [measured]
+    while stack:
+        owner = stack.pop().owner
+        if isinstance(owner, ir.Block):
+            continue
+        op = owner.operation
+        if op in found or op.block != block:
+            continue
+        found.add(op)
+        if not _is_statistic(op):
+            stack.extend(op.operands)
+    return found
+
+
+def _feeds(op: ir.Operation, within: set[ir.Operation]) -> set[ir.Operation] | None:
+    """The ops that ``op``'s results reach, all of them in ``within``; None where one is
+    not (a value some data or another result also reads)."""
+    reached: set[ir.Operation] = set()
+    stack = [op]
+    while stack:
+        current = stack.pop()
+        for result in current.results:
+            for use in result.uses:
+                user = use.owner.operation
+                if user not in within:
+                    return None
+                if user not in reached:
+                    reached.add(user)
+                    stack.append(user)
+    return reached
+
+
+def fence_delayed_statistics(module: ir.Module) -> int:
+    """Fence the statistics of the entry function's delayed exponents (see the module
+    docstring); returns how many were fenced."""
+    func = entry_function(module)
+    if not delayed_count_of(func):
+        return 0
+    block = func.regions[0].blocks[0]
+    ret = block.operations[len(block.operations) - 1].operation
+    measured = ret.operands[len(ret.operands) - 1]
+    exponent_ops = _exponent_slice(block, measured)
+    within = {op for op in exponent_ops if not _is_statistic(op)} | {ret}
+    statistics: list[ir.Operation] = []
+    moved: set[ir.Operation] = set()
+    for op in block.operations:  # block order, so that the barrier's operands are too
+        op = op.operation
+        if op in exponent_ops and _is_statistic(op):
+            reached = _feeds(op, within)
+            if reached is not None:
+                statistics.append(op)
+                moved |= reached - {ret}
+    if not statistics:
+        return 0
+    values = [op.results[0] for op in statistics]
+    barrier = ir.Operation.create("stablehlo.optimization_barrier",
+                                  results=[v.type for v in values], operands=values,
+                                  loc=ret.location, ip=ir.InsertionPoint(ret))
+    for op in [op.operation for op in block.operations if op.operation in moved]:
+        op.move_before(ret)
+    for value, fenced in zip(values, barrier.results, strict=True):
+        value.replace_all_uses_except(fenced, barrier)  # every other use is a moved op's
+    return len(statistics)
+
+
+@register("fence-statistics",
+          "Take a delayed step's statistics together: one optimization_barrier over the "
+          "statistics that only the handed-on exponents read, with their arithmetic below "
+          "it, so that XLA:GPU's fusions cannot chain their all-reduces (part of simplify).")
+class FenceStatistics(ModulePass):
+    def apply(self, module: ir.Module, context: PassContext) -> None:
+        context.bump("fence-statistics.fenced", fence_delayed_statistics(module))
