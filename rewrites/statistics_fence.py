@@ -94,15 +94,37 @@ def fence_delayed_statistics(module: ir.Module) -> int:
                 moved |= reached - {ret}
     if not statistics:
         return 0
+    moving = [op.operation for op in block.operations if op.operation in moved]
     values = [op.results[0] for op in statistics]
+    values += _read_from_above(moving, moved, set(values))
     barrier = ir.Operation.create("stablehlo.optimization_barrier",
                                   results=[v.type for v in values], operands=values,
                                   loc=ret.location, ip=ir.InsertionPoint(ret))
-    for op in [op.operation for op in block.operations if op.operation in moved]:
+    for op in moving:
         op.move_before(ret)
-    for value, fenced in zip(values, barrier.results, strict=True):
-        value.replace_all_uses_except(fenced, barrier)  # every other use is a moved op's
+        for index, operand in enumerate(op.operands):
+            if operand in values:
+                op.operands[index] = barrier.results[values.index(operand)]
     return len(statistics)
+
+
+def _read_from_above(moving: list[ir.Operation], moved: set[ir.Operation],
+                     taken: set[ir.Value]) -> list[ir.Value]:
+    """The values other than constants that the moved ops read from above the barrier (the
+    given exponents a zero case falls back to, say): they pass through it too, so that
+    below it nothing shares an operand with the data's own exponent arithmetic, which XLA
+    would otherwise fuse with it (and the data that reads it would wait for the barrier)."""
+    found: list[ir.Value] = []
+    for op in moving:
+        for operand in op.operands:
+            owner = operand.owner
+            defined_by = None if isinstance(owner, ir.Block) else owner.operation
+            if (defined_by in moved or operand in taken
+                    or (defined_by is not None and defined_by.name == "stablehlo.constant")):
+                continue
+            taken.add(operand)
+            found.append(operand)
+    return found
 
 
 @register("fence-statistics",

@@ -4,17 +4,20 @@
 // (the last argument), and the statistic it takes (a max over every dimension) only feeds
 // the exponent handed on (the last result). The statistic goes into one
 // optimization_barrier at the end, and its arithmetic (rounding to an exponent, the zero
-// case, which also reads the given exponent) moves below it. The data's own arithmetic
-// stays where it is.
+// case) moves below it; the given exponent that the zero case falls back to passes through
+// the barrier too, so that nothing below it shares an operand with the data's exponent
+// arithmetic (which stays where it is).
 
 // CHECK-LABEL: func.func @handed_on
+// CHECK:         [[G:%.*]] = stablehlo.reshape %arg1
 // CHECK:         [[MAX:%.*]] = stablehlo.reduce
+// CHECK:         stablehlo.shift_left [[G]]
 // CHECK:         [[DATA:%.*]] = stablehlo.multiply %arg0
-// CHECK-NEXT:    [[B:%.*]] = stablehlo.optimization_barrier [[MAX]] : tensor<f32>
-// CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[B]]
+// CHECK-NEXT:    [[B:%.*]]:2 = stablehlo.optimization_barrier [[MAX]], [[G]] : tensor<f32>, tensor<i32>
+// CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[B]]#0
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.shift_right_logical [[BITS]]
-// CHECK-NEXT:    [[ZERO:%.*]] = stablehlo.compare EQ, [[B]]
-// CHECK-NEXT:    [[PICK:%.*]] = stablehlo.select [[ZERO]], {{%.*}}, [[E]]
+// CHECK-NEXT:    [[ZERO:%.*]] = stablehlo.compare EQ, [[B]]#0
+// CHECK-NEXT:    [[PICK:%.*]] = stablehlo.select [[ZERO]], [[B]]#1, [[E]]
 // CHECK-NEXT:    [[V:%.*]] = stablehlo.reshape [[PICK]]
 // CHECK-NEXT:    return [[DATA]], [[V]]
 func.func @handed_on(%x: tensor<4x8xf32>, %given: tensor<1xi32>) -> (tensor<4x8xf32>, tensor<1xi32>) attributes {scalify.delayed_exponents = 1 : i64} {
@@ -62,15 +65,16 @@ func.func @applied(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<1xi32>) attr
 
 // Two statistics, one of them also applied (a point inside a loop, say, or a sum some data
 // reads): only the other is fenced, and the concatenate of both exponents moves below the
-// barrier with it.
+// barrier with it, the applied one's exponent passing through the barrier.
 
 // CHECK-LABEL: func.func @one_of_two
 // CHECK:         [[SUM:%.*]] = stablehlo.reduce({{.*}}) applies stablehlo.add
 // CHECK:         [[MAX:%.*]] = stablehlo.reduce({{.*}}) applies stablehlo.maximum
 // CHECK:         [[DATA:%.*]] = stablehlo.multiply %arg0
-// CHECK:         [[B:%.*]] = stablehlo.optimization_barrier [[MAX]] : tensor<f32>
-// CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[B]]
-// CHECK:         stablehlo.concatenate
+// CHECK:         [[V0:%.*]] = stablehlo.reshape
+// CHECK-NEXT:    [[B:%.*]]:2 = stablehlo.optimization_barrier [[MAX]], [[V0]] : tensor<f32>, tensor<1xi32>
+// CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[B]]#0
+// CHECK:         stablehlo.concatenate [[B]]#1,
 // CHECK-NEXT:    return [[DATA]]
 func.func @one_of_two(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<2xi32>) attributes {scalify.delayed_exponents = 2 : i64} {
   %c23 = stablehlo.constant dense<23> : tensor<i32>
