@@ -70,10 +70,13 @@ class DelayedExponents:
         # dots): one point serves them all, so that they stay the same ops.
         self.by_operand: dict[tuple[ir.Value, str], ir.Value] = {}
 
-    def exponent(self, emit: Emitter, measured: ir.Value) -> ir.Value:
+    def exponent(self, emit: Emitter, measured: ir.Value,
+                 handed_on: ir.Value | None = None) -> ir.Value:
         """The exponent a point applies, given the one it measured: that one in ``measure``
-        mode, the previous call's in ``use`` mode."""
-        self.measured.append(measured)
+        mode, the previous call's in ``use`` mode. ``handed_on``: what the next call gets,
+        where it is not ``measured`` (a result's: 0 for all-zero data, whose own exponent,
+        the smallest, would push the next call's nonzero values to f16's largest)."""
+        self.measured.append(measured if handed_on is None else handed_on)
         if self.mode != "use":
             return measured
         i32 = emit.types.scalar_i32

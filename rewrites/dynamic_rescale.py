@@ -32,7 +32,7 @@ class Rescaler:
     parent: Scope | None
 
     def rescale(self, value: Scaled, how: str, delayable: bool = False,
-                element: ir.Type | None = None) -> Scaled:
+                element: ir.Type | None = None, result: bool = False) -> Scaled:
         """Move ``pow2(amax or rms of data)`` from data to scale (1 for zero/non-finite).
 
         ``how`` is ``method:rounding`` as the rescale pass writes it. ``delayable``: a
@@ -40,6 +40,7 @@ class Rescaler:
         which under ``delayed-statistics`` at the top level of the entry function applies
         the previous call's exponent (``delayed_statistics.py``). ``element``: the type of
         the rescaled data (default: the value's), which a stale exponent saturates in.
+        ``result``: a result of the step, which hands on exponent 0 for all-zero data.
         """
         method, _, rounding = how.partition(":")
         emit = self.emit
@@ -89,7 +90,9 @@ class Rescaler:
         moved = emit.op("stablehlo.select", [usable, measured,
                                              self._zero_shift(value, statistic)], [i32]).result
         if delayed is not None:
-            applied = delayed.exponent(emit, moved)
+            handed_on = (emit.op("stablehlo.select", [usable, measured, emit.int_scalar(0)],
+                                 [i32]).result if result else None)
+            applied = delayed.exponent(emit, moved, handed_on)
             if applied is not moved:  # the previous call's
                 moved = applied
                 data = self._shifted_saturating(wide, moved, element)
@@ -161,8 +164,8 @@ class Rescaler:
                                              self._zero_shift(value, amax)], [i32]).result
         shift = emit.op("stablehlo.select", [usable, measured, emit.int_scalar(0)],
                         [i32]).result
-        if delayed is not None:
-            applied = delayed.exponent(emit, moved)
+        if delayed is not None:  # all-zero data hands on 0 (``DelayedExponents.exponent``)
+            applied = delayed.exponent(emit, moved, shift)
             if applied is not moved:  # the previous call's
                 self.state.context.bump("scalify.rescaled")
                 return Scaled(self._shifted_saturating(wide, applied, storage),

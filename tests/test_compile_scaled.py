@@ -626,3 +626,30 @@ def test_delayed_statistics_apply_the_exponents_a_call_before_measured() -> None
         assert "delayed_exponents" in step.delayed_text
     with pytest.raises(ScalifyError, match="unknown statistics 'later'"):
         Policy(statistics="later")
+
+
+def test_delayed_result_that_was_all_zero_is_not_saturated() -> None:
+    """A result of the update (a momentum, say) that is all zero at one call hands on
+    exponent 0 to the next, not the smallest exponent all-zero data takes: stored at that
+    one, the next call's nonzero values would saturate at f16's largest data, 2^126 times
+    too small once scaled (a gradient accumulator reset to zero every k steps)."""
+
+    def step(w, m, x, decay):
+        g = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w)))(w)
+        m = decay * m + g
+        return w - 0.1 * m, m
+
+    w = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+    m, zeros = np.zeros((8, 4), np.float32), np.zeros((4, 8), np.float32)
+    x = np.random.default_rng(1).normal(size=(4, 8)).astype(np.float32)
+    decay = np.float32(0.9)
+    scaled = compile_scaled(step, w, m, zeros, decay,
+                            policy=Policy(fp8_dots=False, statistics="delayed"))
+    assert scaled._delayed > 0
+    state = scaled.scale_args(w, m, zeros, decay)
+    w1, m1 = scaled(*state)  # x = 0: zero gradient, m stays all zero
+    assert not np.any(np.asarray(unscale_tree(m1)))
+    w2, m2 = scaled(w1, m1, *scaled.scale_args(w, m, x, decay)[2:])
+    want_w, want_m = jax.jit(step)(*jax.jit(step)(w, m, zeros, decay), x, decay)
+    np.testing.assert_allclose(np.asarray(unscale_tree(m2)), want_m, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(np.asarray(unscale_tree(w2)), want_w, rtol=2e-2, atol=2e-2)

@@ -38,19 +38,25 @@
 
 // With delayed statistics (use) the f16 result is stored at the exponent the previous call
 // measured for it (the given one, saturating: no wait for its own statistics), and the
-// exponent it measures is handed on. The amax floor keeps two binades free (12, not 14:
-// room for the largest entry to grow until the next call).
+// exponent it measures is handed on: 0 for all-zero data, not the smallest exponent such
+// data takes, which would push the next call's nonzero values to f16's largest. The amax
+// floor keeps two binades free (12, not 14: room for the largest entry to grow until the
+// next call).
 // F16USE-LABEL: func.func public @sgd
 // F16USE-SAME:    tensor<1xi32> {jax.arg_info = "delayed_exponents"}
 // F16USE:         [[GIVEN:%.*]] = stablehlo.reshape {{%.*}} : (tensor<1xi32>) -> tensor<i32>
 // F16USE:         [[NEW:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<4x4xf32>
 // F16USE:         stablehlo.constant dense<12> : tensor<i32>
+// F16USE:         [[USABLE:%.*]] = stablehlo.and
+// F16USE:         [[MEASURED:%.*]] = stablehlo.clamp
+// F16USE:         [[ZERO:%.*]] = stablehlo.constant dense<0> : tensor<i32>
+// F16USE:         [[HANDED:%.*]] = stablehlo.select [[USABLE]], [[MEASURED]], [[ZERO]] : tensor<i1>, tensor<i32>
 // F16USE:         stablehlo.clamp {{%.*}}, [[GIVEN]], {{%.*}} : tensor<i32>
 // F16USE:         [[SHIFTED:%.*]] = stablehlo.multiply [[NEW]], {{%.*}} : tensor<4x4xf32>
 // F16USE:         stablehlo.clamp {{%.*}}, [[SHIFTED]], {{%.*}} : (tensor<f32>, tensor<4x4xf32>, tensor<f32>)
 // F16USE:         [[DATA:%.*]] = stablehlo.convert {{%.*}} : (tensor<4x4xf32>) -> tensor<4x4xf16>
 // F16USE:         stablehlo.add [[GIVEN]]
-// F16USE:         [[V:%.*]] = stablehlo.reshape {{%.*}} : (tensor<i32>) -> tensor<1xi32>
+// F16USE:         [[V:%.*]] = stablehlo.reshape [[HANDED]] : (tensor<i32>) -> tensor<1xi32>
 // F16USE:         return [[DATA]], {{%.*}}, [[V]] : tensor<4x4xf16>, tensor<f32>, tensor<1xi32>
 
 // SCALED-LABEL: func.func public @sgd
