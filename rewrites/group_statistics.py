@@ -10,10 +10,11 @@ encodings), and they were most of the kernels the rewrite added.
 Statistics that can be taken at the same point of a block are taken as one: each tensor
 flattened and cut into rows of ``ROW`` elements (its last row padded with the reduction's
 neutral value), the rows of every tensor of the group concatenated, one reduce of each
-row, and one scatter of the row results into one value per tensor. XLA fuses the pads,
-reshapes and the concatenate into the row reduction, so a group is two kernels whatever
-its size (at most ``GROUP`` tensors: XLA:GPU splits a fusion with more operands), and the
-scalars are slices of the vector, read where they are used.
+row, and each tensor's row results gathered into a row of their own and reduced again
+(``_per_member``). XLA fuses the pads, reshapes and the concatenate into the row reduction,
+and the gather into the second, so a group is two kernels whatever its size (one where every
+tensor fits in a row; at most ``GROUP`` tensors: XLA:GPU splits a fusion with more
+operands), and the scalars are slices of the vector, read where they are used.
 
 Where: a statistic can be taken once the tensors it reads exist (the operands of its
 elementwise prelude, ``abs(convert(x))`` say, which is cloned beside the group as XLA would
@@ -296,9 +297,66 @@ def _clone_prelude(member: _Statistic, ip: ir.InsertionPoint) -> ir.Value:
     return mapping.get(member.input, member.input)
 
 
+def _i32_constant(emit: Emitter, values: np.ndarray, shape: list[int]) -> ir.Value:
+    t = ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(32))
+    return emit.op("stablehlo.constant", [], [t], {"value": ir.DenseElementsAttr.get(
+        np.ascontiguousarray(values, dtype=np.int32), type=t)}).result
+
+
+def _per_member(emit: Emitter, per_row: ir.Value, counts: list[int], pad: ir.Value,
+                combiner: str) -> ir.Value:
+    """The row results combined into one value per member (``counts``: each member's rows,
+    in order): the row vector itself where every member is one row, else a gather of each
+    member's rows into a row of its own (padded with the neutral value) and one reduce of
+    those rows. That is one kernel: the gather's indices are computed from the members'
+    first rows and counts, and fuse into it; a scatter into a vector of neutral values took
+    two (XLA:GPU fills the scatter's operand in a kernel of its own)."""
+    if max(counts) == 1:
+        return per_row
+    element = ir.RankedTensorType(per_row.type).element_type
+    total, members, longest = sum(counts), len(counts), max(counts)
+    padded = emit.op("stablehlo.pad", [per_row, pad],
+                     [ir.RankedTensorType.get([total + 1], element)], {
+                         "edge_padding_low": ir.DenseI64ArrayAttr.get([0]),
+                         "edge_padding_high": ir.DenseI64ArrayAttr.get([1]),
+                         "interior_padding": ir.DenseI64ArrayAttr.get([0])}).result
+    i32 = ir.IntegerType.get_signless(32)
+    table = ir.RankedTensorType.get([members, longest], i32)
+    starts = np.cumsum([0, *counts[:-1]]).astype(np.int32)
+
+    def by_member(values: np.ndarray) -> ir.Value:
+        column = _i32_constant(emit, np.asarray(values), [members])
+        return emit.op("stablehlo.broadcast_in_dim", [column], [table],
+                       {"broadcast_dimensions": ir.DenseI64ArrayAttr.get([0])}).result
+
+    step = emit.op("stablehlo.iota", [], [table], {
+        "iota_dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)}).result
+    inside = emit.op("stablehlo.compare", [step, by_member(np.array(counts))],
+                     [ir.RankedTensorType.get([members, longest], ir.IntegerType.get_signless(1))],
+                     {"comparison_direction": ir.Attribute.parse(
+                         "#stablehlo<comparison_direction LT>")}).result
+    indices = emit.op("stablehlo.select", [
+        inside, emit.binary("stablehlo.add", step, by_member(starts)),
+        _i32_constant(emit, np.full((members, longest), total), [members, longest])],
+        [table]).result
+    gathered = emit.op("stablehlo.gather", [padded, emit.op(
+        "stablehlo.reshape", [indices], [ir.RankedTensorType.get([members, longest, 1], i32)]
+    ).result], [ir.RankedTensorType.get([members, longest], element)], {
+        "dimension_numbers": ir.Attribute.parse(
+            "#stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
+            "index_vector_dim = 2>"),
+        "slice_sizes": ir.DenseI64ArrayAttr.get([1]),
+        "indices_are_sorted": ir.BoolAttr.get(False)}).result
+    reduced = emit.op("stablehlo.reduce", [gathered, pad],
+                      [ir.RankedTensorType.get([members], element)],
+                      {"dimensions": ir.DenseI64ArrayAttr.get([1])}, regions=1)
+    _region(reduced, combiner, element)
+    return reduced.result
+
+
 def _take_together(members: list[_Statistic], layout: _Block, point: int) -> None:
-    """Replace ``members``' reductions by one row reduction and one scatter, before the op
-    at ``point``; each result becomes a slice of the group's vector."""
+    """Replace ``members``' reductions by one row reduction and one per-member reduce,
+    before the op at ``point``; each result becomes a slice of the group's vector."""
     before = layout.ops[point]
     first = members[0]
     element = ir.RankedTensorType(first.input.type).element_type
@@ -320,23 +378,10 @@ def _take_together(members: list[_Statistic], layout: _Block, point: int) -> Non
     per_row = emit.op("stablehlo.reduce", [rows, pad], [row_values_type],
                       {"dimensions": ir.DenseI64ArrayAttr.get([1])}, regions=1)
     _region(per_row, first.combiner, element)
-    i32 = ir.IntegerType.get_signless(32)
-    owners = np.repeat(np.arange(len(members), dtype=np.int32), counts).reshape(total, 1)
-    indices = emit.op("stablehlo.constant", [], [ir.RankedTensorType.get([total, 1], i32)], {
-        "value": ir.DenseElementsAttr.get(owners, type=ir.RankedTensorType.get([total, 1], i32))
-    }).result
-    vector_type = ir.RankedTensorType.get([len(members)], element)
-    scatter = emit.op("stablehlo.scatter", [
-        emit.splat(first.init, vector_type), indices, per_row.result], [vector_type], {
-        "scatter_dimension_numbers": ir.Attribute.parse(
-            "#stablehlo.scatter<inserted_window_dims = [0], "
-            "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>"),
-        "indices_are_sorted": ir.BoolAttr.get(True),
-        "unique_indices": ir.BoolAttr.get(False)}, regions=1)
-    _region(scatter, first.combiner, element)
+    vector = _per_member(emit, per_row.result, counts, pad, first.combiner)
     one = ir.RankedTensorType.get([1], element)
     for index, member in enumerate(members):
-        taken = emit.op("stablehlo.slice", [scatter.result], [one], {
+        taken = emit.op("stablehlo.slice", [vector], [one], {
             "start_indices": ir.DenseI64ArrayAttr.get([index]),
             "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
             "strides": ir.DenseI64ArrayAttr.get([1])}).result

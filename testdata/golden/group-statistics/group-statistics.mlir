@@ -3,14 +3,15 @@
 // group-statistics: full reductions of one block (a statistic: the amax or sum of squares
 // a run-time scale comes from) that can be taken at the same point become one row
 // reduction: each tensor flattened and padded into rows, the rows concatenated, one reduce
-// per row, and one scatter of the row results into a vector with one value per tensor.
-// XLA:GPU runs the group as two kernels, however many tensors it holds (each reduction on
-// its own is one or two).
+// per row, and where a tensor takes several rows, its row results gathered into a row of
+// their own and reduced again, to a vector with one value per tensor. XLA:GPU runs the
+// group as two kernels, however many tensors it holds (one where each fits in a row; each
+// reduction on its own is one or two).
 
 // Two amaxes, both needed by the last op: taken together, before it. The tensors are
 // smaller than a row (2048), so the rows are as wide as the largest one (a power of two):
-// 8 elements, the 6-element one padded with the init value; the scatter's indices say
-// which row belongs to which tensor.
+// 8 elements, the 6-element one padded with the init value. One row each: the row results
+// are the tensors' values.
 
 // CHECK-LABEL: func.func public @together
 // CHECK:         [[A:%.*]] = stablehlo.abs %arg0
@@ -20,11 +21,9 @@
 // CHECK:         [[RB:%.*]] = stablehlo.reshape [[PB]] : (tensor<8xf32>) -> tensor<1x8xf32>
 // CHECK:         [[ROWS:%.*]] = stablehlo.concatenate [[RA]], [[RB]], dim = 0
 // CHECK:         [[PER_ROW:%.*]] = stablehlo.reduce([[ROWS]] init: {{%.*}}) applies stablehlo.maximum across dimensions = [1] : (tensor<2x8xf32>, tensor<f32>) -> tensor<2xf32>
-// CHECK:         [[IDX:%.*]] = stablehlo.constant dense<{{\[\[}}0], [1]]> : tensor<2x1xi32>
-// CHECK:         [[VEC:%.*]] = "stablehlo.scatter"({{%.*}}, [[IDX]], [[PER_ROW]])
-// CHECK:           stablehlo.maximum
-// CHECK:         stablehlo.slice [[VEC]] [0:1]
-// CHECK:         stablehlo.slice [[VEC]] [1:2]
+// CHECK-NOT:     stablehlo.gather
+// CHECK:         stablehlo.slice [[PER_ROW]] [0:1]
+// CHECK:         stablehlo.slice [[PER_ROW]] [1:2]
 // CHECK:         [[P:%.*]] = stablehlo.multiply
 // CHECK-NEXT:    return [[P]]
 func.func public @together(%arg0: tensor<2x4xf32>, %arg1: tensor<6xf32>) -> tensor<f32> {
@@ -40,13 +39,28 @@ func.func public @together(%arg0: tensor<2x4xf32>, %arg1: tensor<6xf32>) -> tens
 // -----
 
 // A tensor larger than a row takes several rows (3000 elements: two rows of 2048, the
-// second padded), and the scatter's indices give both rows to it.
+// second padded). The three row results, padded with the init value at index 3, are
+// gathered into one row per tensor (tensor i's row j reads its first row + j while j is
+// below its row count, else the padding) and reduced again.
 
 // CHECK-LABEL: func.func public @rows
 // CHECK:         stablehlo.pad {{%.*}}, {{%.*}}, low = [0], high = [1096], interior = [0] : (tensor<3000xf32>, tensor<f32>) -> tensor<4096xf32>
 // CHECK:         stablehlo.reshape {{%.*}} : (tensor<4096xf32>) -> tensor<2x2048xf32>
-// CHECK:         stablehlo.concatenate {{.*}} -> tensor<3x2048xf32>
-// CHECK:         stablehlo.constant dense<{{\[\[}}0], [0], [1]]> : tensor<3x1xi32>
+// CHECK:         [[ROWS:%.*]] = stablehlo.concatenate {{.*}} -> tensor<3x2048xf32>
+// CHECK:         [[PER_ROW:%.*]] = stablehlo.reduce([[ROWS]] init: [[INIT:%.*]]) applies stablehlo.maximum across dimensions = [1] : (tensor<3x2048xf32>, tensor<f32>) -> tensor<3xf32>
+// CHECK:         [[PADDED:%.*]] = stablehlo.pad [[PER_ROW]], [[INIT]], low = [0], high = [1], interior = [0] : (tensor<3xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK:         [[J:%.*]] = stablehlo.iota dim = 1 : tensor<2x2xi32>
+// CHECK:         stablehlo.constant dense<[2, 1]> : tensor<2xi32>
+// CHECK:         [[IN:%.*]] = stablehlo.compare LT, [[J]]
+// CHECK:         stablehlo.constant dense<[0, 2]> : tensor<2xi32>
+// CHECK:         [[AT:%.*]] = stablehlo.add [[J]]
+// CHECK:         [[PAD_AT:%.*]] = stablehlo.constant dense<3> : tensor<2x2xi32>
+// CHECK:         [[IDX:%.*]] = stablehlo.select [[IN]], [[AT]], [[PAD_AT]]
+// CHECK:         [[IDX3:%.*]] = stablehlo.reshape [[IDX]] : (tensor<2x2xi32>) -> tensor<2x2x1xi32>
+// CHECK:         [[G:%.*]] = "stablehlo.gather"([[PADDED]], [[IDX3]])
+// CHECK:         [[VEC:%.*]] = stablehlo.reduce([[G]] init: [[INIT]]) applies stablehlo.maximum across dimensions = [1] : (tensor<2x2xf32>, tensor<f32>) -> tensor<2xf32>
+// CHECK:         stablehlo.slice [[VEC]] [0:1]
+// CHECK:         stablehlo.slice [[VEC]] [1:2]
 func.func public @rows(%arg0: tensor<3000xf32>, %arg1: tensor<5xf32>) -> tensor<f32> {
   %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
   %a = stablehlo.abs %arg0 : tensor<3000xf32>
@@ -71,7 +85,7 @@ func.func public @rows(%arg0: tensor<3000xf32>, %arg1: tensor<5xf32>) -> tensor<
 // CHECK:         [[X:%.*]] = stablehlo.multiply %arg0, [[FB]]
 // CHECK:         stablehlo.abs [[X]]
 // CHECK:         stablehlo.reduce({{.*}}) applies stablehlo.maximum across dimensions = [0]
-// CHECK-NOT:     stablehlo.scatter
+// CHECK-NOT:     stablehlo.concatenate
 // CHECK:         return
 func.func public @dependent(%arg0: tensor<4xf32>) -> tensor<f32> {
   %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
@@ -92,7 +106,7 @@ func.func public @dependent(%arg0: tensor<4xf32>) -> tensor<f32> {
 // the same point.
 
 // CHECK-LABEL: func.func public @kinds
-// CHECK-COUNT-2: "stablehlo.scatter"
+// CHECK-COUNT-2: stablehlo.concatenate
 // CHECK:         return
 func.func public @kinds(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<f32> {
   %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
@@ -115,7 +129,7 @@ func.func public @kinds(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<f3
 // A partial reduction (over some dimensions) is no statistic: left alone.
 
 // CHECK-LABEL: func.func public @partial
-// CHECK-NOT:     stablehlo.scatter
+// CHECK-NOT:     stablehlo.concatenate
 // CHECK:         return
 func.func public @partial(%arg0: tensor<2x4xf32>, %arg1: tensor<2x4xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
   %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
