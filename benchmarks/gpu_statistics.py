@@ -61,7 +61,7 @@ def measure(name: str, config: dict[str, int],
         row: dict[str, Any] = {"step": name, "recipe": recipe,
                                "original_fusions": original.fusions}
         for statistics in ("current", "delayed"):
-            policy = Policy(statistics=statistics, **fields)
+            policy = Policy.for_target("h100", statistics=statistics, **fields)
             compiled = gpu_aot.compile_h100(rewrite_or_fail(
                 exported, steady_state_pipeline(policy, partitioned=False)))
             row[statistics] = {"fusions": compiled.fusions, "cublas_f8": compiled.cublas_f8,
@@ -86,7 +86,8 @@ def doc_section(result: dict[str, Any]) -> str:
         "`python benchmarks/gpu_statistics.py`. GPT steps of `testdata/models.py` (Adam; "
         "*gpt Ln*: n layers, d 256, 4 heads, context 128, batch 8; *GPT-2-small*: 12 layers, "
         "d 768, 12 heads, context 256) rewritten with current or delayed statistics "
-        "(`Policy(statistics=...)`; *default*: f16 data and FP8 dots, *f16, no FP8*: "
+        "(`Policy.for_target(\"h100\", statistics=...)`: the H100 target's policy, "
+        "scales packed 64 to a vector; *default*: f16 data and FP8 dots, *f16, no FP8*: "
         "`fp8_dots=False`) and compiled for one H100 without a GPU (`scalify_hlo.gpu_aot`, "
         "Triton GEMM off): the module a training loop runs from its second call (delayed: "
         "`delayed-statistics=use`). Fusions are kernels per step; compile time is this "

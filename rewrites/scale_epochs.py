@@ -33,13 +33,16 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
+from scalify_hlo.errors import PipelineError
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 
-# Scalars per packed vector (see loop_scales.PACK: XLA:CPU runs a concatenate of more
-# operands as a kernel per operand).
+# Scalars per packed vector by default (the pass's ``pack-width``; see loop_scales.PACK:
+# XLA:CPU runs a concatenate of more operands as a kernel per operand). XLA:GPU runs one of up
+# to about 80 scalars as one kernel (group_statistics.GROUP), so GPU targets pack wider.
 PACK = 8
+WIDE_PACK = 64
 _NO_ROOT = -1  # the chain depends on block arguments, outer values and constants only
 # Which epochs the pass packs (its ``epochs`` option).
 EPOCHS = ("all", "arguments")
@@ -251,13 +254,13 @@ def _packable(value: ir.Value) -> bool:
     return isinstance(element, ir.IntegerType) and element.width in (1, 32)
 
 
-def _pack(emit: Emitter, values: list[ir.Value]) -> list[ir.Value]:
-    """``values`` as i32 vectors of at most ``PACK`` behind one barrier, taken back as
+def _pack(emit: Emitter, values: list[ir.Value], width: int = PACK) -> list[ir.Value]:
+    """``values`` as i32 vectors of at most ``width`` behind one barrier, taken back as
     scalars (static slices). A vector has at least two elements: XLA folds the slice of a
     one-element one back into its scalar."""
     i32 = emit.types.i32
-    chunks = [list(range(start, min(start + PACK, len(values))))
-              for start in range(0, len(values), PACK)]
+    chunks = [list(range(start, min(start + width, len(values))))
+              for start in range(0, len(values), width)]
     i64 = ir.IntegerType.get_signless(64)
     vector_of_one = ir.RankedTensorType.get([1], i32)
     vectors = []
@@ -282,6 +285,12 @@ def _pack(emit: Emitter, values: list[ir.Value]) -> list[ir.Value]:
     return taken
 
 
+def check_pack_width(width: int) -> None:
+    """A pack holds at least two scalars (see ``_pack``)."""
+    if width < 2:
+        raise PipelineError(f"pack-width must be at least 2, not {width}")
+
+
 def move_to_epochs(block: ir.Block, users: bool = False
                    ) -> tuple[_Epochs, dict[int, ir.Operation]]:
     """Move the block's chain ops up to their epochs (just after their roots), so that a
@@ -296,10 +305,10 @@ def move_to_epochs(block: ir.Block, users: bool = False
     return epochs, anchors
 
 
-def materialize_block(block: ir.Block, arguments_only: bool = False) -> int:
+def materialize_block(block: ir.Block, arguments_only: bool = False, width: int = PACK) -> int:
     """Move the block's chain ops to their epochs and pack each epoch's boundary values
-    (with ``arguments_only``, the argument epoch's alone); returns how many values were
-    packed."""
+    (with ``arguments_only``, the argument epoch's alone) in vectors of at most ``width``;
+    returns how many values were packed."""
     epochs, anchors = move_to_epochs(block)
     boundary = epochs.boundary(arguments_only)
     if not boundary:
@@ -311,7 +320,7 @@ def materialize_block(block: ir.Block, arguments_only: bool = False) -> int:
         uses = [[(use.owner.operation, use.operand_number) for use in value.uses
                  if epochs.user_root(use.owner.operation) is None] for value in values]
         anchor = anchors[root]
-        taken = _pack(Emitter(ir.InsertionPoint(anchor), anchor.location), values)
+        taken = _pack(Emitter(ir.InsertionPoint(anchor), anchor.location), values, width)
         for value_uses, slice_value in zip(uses, taken, strict=True):
             for owner, number in value_uses:
                 owner.operands[number] = slice_value
@@ -319,9 +328,11 @@ def materialize_block(block: ir.Block, arguments_only: bool = False) -> int:
     return packed
 
 
-def materialize_scales(module: ir.Module, arguments_only: bool = False) -> int:
-    """Materialize the scale epochs of every function body; returns the values packed."""
-    return sum(materialize_block(func.regions[0].blocks[0], arguments_only)
+def materialize_scales(module: ir.Module, arguments_only: bool = False,
+                       width: int = PACK) -> int:
+    """Materialize the scale epochs of every function body, in vectors of at most ``width``
+    scalars; returns the values packed."""
+    return sum(materialize_block(func.regions[0].blocks[0], arguments_only, width)
                for func in ops_named(module.operation, "func.func") if func.regions[0].blocks)
 
 
@@ -333,7 +344,13 @@ class MaterializeScales(ModulePass):
     epochs: str = option(
         "all", "all: every epoch; arguments: only the scales computed from the function's "
         "arguments and constants (what simplify does)", EPOCHS)
+    pack_width: int = option(PACK, "scalars per packed vector (at least 2; XLA:CPU runs a "
+                             "wider concatenate as a kernel per scalar, XLA:GPU as one)")
+
+    def validate(self) -> None:
+        check_pack_width(self.pack_width)
 
     def apply(self, module: ir.Module, context: PassContext) -> None:
         context.bump("materialize-scales.packed",
-                     materialize_scales(module, self.epochs == "arguments"))
+                     materialize_scales(module, self.epochs == "arguments",
+                                        self.pack_width))

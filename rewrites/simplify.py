@@ -22,7 +22,7 @@ from scalify_hlo.rewrites.inline import may_have_dead_symbols
 from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
-from scalify_hlo.rewrites.scale_epochs import EPOCHS, materialize_scales
+from scalify_hlo.rewrites.scale_epochs import EPOCHS, PACK, check_pack_width, materialize_scales
 from scalify_hlo.rewrites.statistics_fence import fence_delayed_statistics
 
 # What simplify packs last (its ``pack-scales`` option, Policy.scale_packing): the epochs
@@ -160,6 +160,11 @@ class Simplify(ModulePass):
         "alone as one packed vector (one kernel on XLA:GPU instead of a rank-0 kernel each); "
         "all: every scale epoch (materialize-scales: fewer instructions, faster XLA:CPU "
         "compiles, more kernels on a GPU); none", PACK_SCALES)
+    pack_width: int = option(PACK, "scalars per packed vector (at least 2; XLA:CPU runs a "
+                             "wider concatenate as a kernel per scalar, XLA:GPU as one)")
+
+    def validate(self) -> None:
+        check_pack_width(self.pack_width)
 
     def apply(self, module: ir.Module, context: PassContext) -> None:
         ops = _collect(module)
@@ -188,6 +193,6 @@ class Simplify(ModulePass):
         # instead of a rank-0 kernel per value that several tensor kernels read.
         if self.pack_scales != "none":
             context.bump("simplify.scales-packed", materialize_scales(
-                module, arguments_only=self.pack_scales == "arguments"))
+                module, arguments_only=self.pack_scales == "arguments", width=self.pack_width))
         # After everything that moves or merges scalar ops: their order is what it fixes.
         context.bump("simplify.statistics-fenced", fence_delayed_statistics(module))

@@ -100,6 +100,17 @@ def test_default_target_is_the_backends_and_keeps_the_default_policy_on_cpu() ->
         Policy(scale_packing="some")
 
 
+def test_gpu_targets_pack_scales_wider() -> None:
+    """XLA:GPU computes a pack of up to about 80 scalars in one kernel, XLA:CPU one of more
+    than 8 in a kernel per scalar: GPUs get 64 to a vector, the others the default 8."""
+    for name, t in table.TARGETS.items():
+        assert t.scale_pack_width == (64 if t.platform == "gpu" else 8), name
+    assert Policy.for_target("h100").pipeline().endswith(",simplify{pack-width=64}")
+    assert Policy().scale_pack_width == 8
+    with pytest.raises(ScalifyError, match="scale_pack_width must be >= 2"):
+        Policy(scale_pack_width=1)
+
+
 def test_cpu_target_packs_every_scale_epoch_and_computes_the_same_step() -> None:
     """On XLA:CPU every epoch is packed (faster compiles): the step is bit for bit the
     default policy's, and its module has a pack per epoch, not only the arguments'."""

@@ -28,6 +28,11 @@ class Target:
     # which copies each scalar chain into every fusion that reads it (a pack costs a kernel
     # on accelerators, nothing that matters on a CPU, and shortens XLA:CPU's compile).
     scale_packing: str = "arguments"
+    # Scalars per packed vector (Policy.scale_pack_width): XLA:GPU computes a pack of up to
+    # about 80 in one kernel, XLA:CPU a pack of more than 8 in a kernel per scalar (the
+    # 1-layer GPT, f32 mode: 183 -> 239 XLA:CPU fusions at 64; on an H100 target, delayed
+    # statistics: 111 -> 105). TPUs keep 8 until measured.
+    scale_pack_width: int = 8
     # Where rescale points take their exponent (Policy.statistics): delayed on GPUs, where a
     # statistic that waits for its data splits a kernel in two (on an H100 target, about half
     # the fusions: GPT-2-small 1315 against 2484, original 462; benchmarks/gpu_statistics.py);
@@ -49,20 +54,20 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("tpu", "tpu", "bfloat16", False, "a TPU this table does not know: bf16, no FP8"),
     Target("ada", "gpu", "float16", True,
            "NVIDIA Ada (sm_89: L4, L40, RTX 40xx): FP8 tensor cores; XLA emits cuBLASLt FP8 "
-           "GEMMs from compute capability 8.9", statistics="delayed"),
+           "GEMMs from compute capability 8.9", statistics="delayed", scale_pack_width=64),
     Target("h100", "gpu", "float16", True, "NVIDIA H100 (sm_90): FP8 tensor cores",
-           statistics="delayed"),
+           statistics="delayed", scale_pack_width=64),
     Target("h200", "gpu", "float16", True, "NVIDIA H200 (sm_90): FP8 tensor cores",
-           statistics="delayed"),
+           statistics="delayed", scale_pack_width=64),
     Target("blackwell", "gpu", "float16", True,
            "NVIDIA Blackwell (sm_100, sm_120: B200, GB200, RTX 50xx): FP8 tensor cores",
-           statistics="delayed"),
+           statistics="delayed", scale_pack_width=64),
     Target("ampere", "gpu", "float16", False,
            "NVIDIA Ampere (sm_80, sm_86: A100, A10, RTX 30xx): no FP8 tensor cores; XLA runs "
-           "FP8 dots as f16/bf16 dots", statistics="delayed"),
+           "FP8 dots as f16/bf16 dots", statistics="delayed", scale_pack_width=64),
     Target("gpu", "gpu", "float16", False,
            "a GPU without FP8 tensor cores (compute capability below 8.9), or not NVIDIA",
-           statistics="delayed"),
+           statistics="delayed", scale_pack_width=64),
     Target("cpu", "cpu", "float16", True,
            "XLA:CPU: emulates FP8 (f32 dots), so FP8 dots here preview an FP8 chip's numerics; "
            "the default policy's numerics, every scale epoch packed (faster XLA:CPU compiles)",
