@@ -468,24 +468,18 @@ class Fp8Emulator:
             raise UnsupportedOpError("pad with negative padding")
         return [np.pad(x, list(zip(low, high, strict=True)), constant_values=value.item())]
 
-    def op_scatter(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
-        """The one scatter form the passes emit (group-statistics): rank-1 operand and
-        updates, one index per update, combined with a max or add body, which are exact
-        (max) or order-independent only up to rounding (add: folded in index order)."""
-        operand, indices, updates = args
-        numbers = str(op.attributes["scatter_dimension_numbers"])
-        if (operand.ndim != 1 or updates.ndim != 1 or indices.shape != (updates.size, 1)
-                or _int_list(numbers, "inserted_window_dims") != [0]):
-            raise UnsupportedOpError(f"scatter of this form: {numbers}")
-        body = [v.operation for v in op.regions[0].blocks[0].operations]
-        if len(body) != 2 or body[0].name not in _BINARY:
-            raise UnsupportedOpError(f"scatter with body {[o.name for o in body]}")
-        combine = _BINARY[body[0].name]
-        scalar = ir.RankedTensorType.get([], ir.RankedTensorType(op.results[0].type).element_type)
-        out = operand.copy()
-        for index, update in zip(indices[:, 0], updates, strict=True):
-            out[index] = _apply(combine, scalar, out[index], update)
-        return [out]
+    def op_gather(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+        """The one gather form the passes emit (group-statistics): single elements of a
+        rank-1 operand, the indices in a trailing dimension of size one."""
+        operand, indices = args
+        numbers = str(op.attributes["dimension_numbers"])
+        if (operand.ndim != 1 or indices.shape[-1:] != (1,) or _i64_array(op, "slice_sizes")
+                != [1] or _int_list(numbers, "collapsed_slice_dims") != [0]
+                or _int_list(numbers, "start_index_map") != [0]
+                or f"index_vector_dim = {indices.ndim - 1}" not in numbers
+                or "offset_dims" in numbers):
+            raise UnsupportedOpError(f"gather of this form: {numbers}")
+        return [operand[indices[..., 0]]]
 
     def op_iota(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
         t = op.results[0].type
