@@ -24,6 +24,18 @@ def test_the_readme_test_command_reports_what_ran() -> None:
     assert "-ra" in options, options
 
 
+def test_the_suite_runs_in_as_many_workers_as_ci_has_cores() -> None:
+    """Two workers, a file's tests in one (its module fixtures are built once), and
+    pytest-xdist in the test extra that CI installs: in one process the suite took about
+    20 minutes on CI's 2 cores, its budget."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    options = project["tool"]["pytest"]["ini_options"]["addopts"].split()
+    assert options[options.index("-n") + 1] == "2", options
+    assert options[options.index("--dist") + 1] == "loadfile", options
+    assert any(r.startswith("pytest-xdist") for r in project["project"]["optional-dependencies"]
+               ["test"])
+
+
 def test_every_default_pass_is_described() -> None:
     """The README's pass table and how-it-works describe each pass the default policy runs
     (fp8-dots and rescale were missing from both)."""
