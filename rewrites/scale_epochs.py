@@ -13,15 +13,20 @@ arithmetic, ``2^e`` factors, predicates, the original's own scalar math) moves u
 after the last non-scalar op its value depends on: the *root* of its chain (a reduction
 that measures a statistic, a loop, an argument). The chains that share a root form one
 *scale epoch*; the epoch's values that non-scalar ops use go into i32 vectors of at most
-``PACK`` (f32 as bits, predicates as 0/1) behind an ``optimization_barrier`` and come back
-by static slices, which fuse into their consumers as a read of one element. A vector has
-at least two elements: XLA folds the slice of a one-element vector back into its chain.
+``pack-width`` (f32 as bits, predicates as 0/1) behind an ``optimization_barrier`` and come
+back by static slices, which fuse into their consumers as a read of one element. A vector
+has at least two elements: XLA folds the slice of a one-element vector back into its chain.
+One element read from a vector argument (a slice and a reshape: a delayed step's exponents)
+is a chain op of the argument epoch, not a root.
 
 ``simplify`` runs it for the argument epoch alone (``epochs=arguments``): the scales a step
 computes from its arguments (its inputs' exponents, Adam's bias corrections), which XLA:GPU
 otherwise computes in a rank-0 kernel per value that several tensor kernels read (f32 mode,
 1-layer GPT on an H100 target: 84 -> 57 fusions against the original's 55; XLA:CPU 182 ->
-188, its instructions 5589 -> 4552). Every epoch (``epochs=all``) is opt-in, because what it
+188, its instructions 5589 -> 4552), and a delayed step's exponents with them (1-layer GPT,
+H100 target policy: 102 -> 90 fusions, the FP8 floor 77). There a value that the function
+returns or that scales an FP8 GEMM keeps its scalar for those users (``_wants_a_buffer``).
+Every epoch (``epochs=all``) is opt-in, because what it
 trades is target-dependent. Measured on the 2-layer GPT step (d 256, default policy): on
 XLA:CPU, 48.2k -> 37.9k optimized HLO instructions (rank-0: 35.3k -> 19.8k) for 1085 -> 1289
 fusions; on an H100 target, XLA:GPU already gives most scalar chains a kernel of their own
@@ -50,10 +55,27 @@ EPOCHS = ("all", "arguments")
 # rounding of a statistic to a power of two.
 _CHAIN_OPS = ops_with(Trait.HOISTABLE) | {"stablehlo.reduce_precision"}
 _CHAIN_NAMES = _CHAIN_OPS | {"stablehlo.constant"}
+# Ops that read one element of a vector: where the vector is an argument of the block (a
+# delayed step's exponents, a scale bank), the element is a value of the argument epoch, not
+# the root of an epoch of its own (a GPT step's 127 delayed exponents were 127 epochs that
+# XLA:GPU computed in scalar kernels beside the argument epoch's pack).
+_ELEMENT_READS = frozenset({"stablehlo.slice", "stablehlo.reshape"})
 
 
 def _is_scalar_type(t: ir.Type) -> bool:
     return type(t) is ir.RankedTensorType and t.rank == 0
+
+
+def _element_read(results: ir.OpResultList) -> ir.Value | None:
+    """The result of a slice or reshape to one element (its operand is checked by the
+    caller: an element of an argument is in the argument epoch)."""
+    if len(results) != 1:
+        return None
+    t = results[0].type
+    if type(t) is not ir.RankedTensorType or not t.has_static_shape or t.rank > 1 or (
+            t.rank == 1 and t.shape[0] != 1):
+        return None
+    return results[0]
 
 
 def _chain_result(op: ir.Operation, name: str, results: ir.OpResultList) -> ir.Value | None:
@@ -123,6 +145,10 @@ class _Epochs:
             name = op.name
             results = op.results
             result = _chain_result(op, name, results) if name in _CHAIN_NAMES else None
+            if result is None and name in _ELEMENT_READS:
+                result = _element_read(results)
+                if result is not None and not self._reads_arguments(op):
+                    result = None
             if result is None:
                 chain.append(False)
                 if users:
@@ -156,6 +182,16 @@ class _Epochs:
             chain_ops.append(op)
             chain_roots.append(top)
             chain_positions.append(at)
+
+    def _reads_arguments(self, op: ir.Operation) -> bool:
+        """Whether ``op``'s operand is outside the block or a chain value of the argument
+        epoch (one element of an argument vector, reshaped)."""
+        for value in op.operands:
+            defined = self.position.get(value)
+            if defined is not None and not (self.chain[defined]
+                                            and self.root[value] == _NO_ROOT):
+                return False
+        return True
 
     def user_root(self, user: ir.Operation) -> int | None:
         """The root of a chain op that uses a value, None for any other user."""
@@ -205,9 +241,48 @@ class _Epochs:
                 continue
             if self.cost[result] < 2 or not _packable(result):
                 continue
-            if any(self.user_root(use.owner.operation) is None for use in result.uses):
+            if any(self.user_root(use.owner.operation) is None
+                   and not (arguments_only and _wants_a_buffer(use.owner.operation))
+                   for use in result.uses):
                 epochs.setdefault(root, []).append(result)
         return epochs
+
+
+_LAYOUT = frozenset({"stablehlo.reshape", "stablehlo.transpose"})
+
+
+def _wants_a_buffer(user: ir.Operation) -> bool:
+    """Whether ``user`` reads a scalar from a buffer of its own, which a slice of a packed
+    vector is not: XLA:GPU copies each such slice out in a kernel of its own. The function's
+    return (a result's scale) and a scale that XLA:GPU folds into a cuBLASLt FP8 GEMM keep
+    the scalar itself, computed beside the other scalars XLA fuses into one kernel. Only
+    where the argument epoch alone is packed (the accelerators' mode, where kernels are what
+    a pack saves): with every epoch packed (XLA:CPU's, where a copy is a load) the packs
+    serve those users too (a default MLP step's optimized XLA:CPU HLO: 3214 instructions
+    unpacked, 2847 with every epoch packed, 3331 with its returns and FP8 dots' scales left
+    out of the packs)."""
+    return user.name == "func.return" or _scales_an_fp8_gemm(user)
+
+
+def _scales_an_fp8_gemm(user: ir.Operation) -> bool:
+    """Whether ``user`` broadcasts a scale that only multiplies FP8 dots' results: XLA:GPU
+    folds it into the cuBLASLt FP8 GEMM, which reads it from a buffer of its own, so a
+    packed value there is one more kernel (a slice copied out of the vector) per GEMM."""
+    if user.name != "stablehlo.broadcast_in_dim":
+        return False
+    broadcast = user.results[0]
+    for use in broadcast.uses:
+        multiply = use.owner.operation
+        if multiply.name != "stablehlo.multiply" or len(multiply.operands) != 2:
+            return False
+        other = multiply.operands[1 - use.operand_number].owner
+        while isinstance(other, ir.OpView) and other.operation.name in _LAYOUT:
+            other = other.operation.operands[0].owner
+        if not (isinstance(other, ir.OpView) and other.operation.name == "stablehlo.dot_general"
+                and any(str(ir.RankedTensorType(v.type).element_type).startswith("f8")
+                        for v in other.operation.operands)):
+            return False
+    return True
 
 
 def _as_i32(emit: Emitter, value: ir.Value) -> ir.Value:
@@ -248,6 +323,8 @@ def _scalar_i16() -> ir.RankedTensorType:
 def _packable(value: ir.Value) -> bool:
     """i32, f32, f16, bf16 and i1 scalars: what an i32 vector holds exactly (an FP8 operand's
     shift is a factor in the data's own type)."""
+    if value.type.rank != 0:  # an element read, tensor<1xT>: its reshape is packed instead
+        return False
     element = value.type.element_type
     if isinstance(element, (ir.F32Type, *_HALF_FLOATS)):
         return True
@@ -318,7 +395,9 @@ def materialize_block(block: ir.Block, arguments_only: bool = False, width: int 
         # Collected before the pack exists: its reshapes use the scalars themselves, and
         # so do the chain ops (they run in the pack's kernel).
         uses = [[(use.owner.operation, use.operand_number) for use in value.uses
-                 if epochs.user_root(use.owner.operation) is None] for value in values]
+                 if epochs.user_root(use.owner.operation) is None
+                 and not (arguments_only and _wants_a_buffer(use.owner.operation))]
+                for value in values]
         anchor = anchors[root]
         taken = _pack(Emitter(ir.InsertionPoint(anchor), anchor.location), values, width)
         for value_uses, slice_value in zip(uses, taken, strict=True):

@@ -70,3 +70,29 @@ def test_xla_cpu_stops_copying_scale_chains() -> None:
     before = _instructions(rewritten)
     after = _instructions(rewrite_text(rewritten, "materialize-scales"))
     assert after < 0.9 * before, (after, before)
+
+
+def test_a_delayed_step_packs_its_exponents_and_keeps_its_numbers() -> None:
+    """A delayed step (the program a GPU target runs from its second call) reads its
+    exponents as elements of an argument vector: they join the argument epoch's pack,
+    and every output, the handed-on exponents included, is the same bit for bit."""
+    from scalify_hlo import Policy
+    from scalify_hlo.rewrites.delayed_statistics import with_delayed_mode
+
+    passes = with_delayed_mode(Policy.for_target("h100").passes(), "use")
+    pipeline = ",".join(str(p) for p in passes)
+    assert pipeline.endswith("simplify{pack-width=64}")
+    packed = rewrite_text(STEP, pipeline)
+    unpacked = rewrite_text(STEP, pipeline.replace("simplify{pack-width=64}",
+                                                   "simplify{pack-scales=none}"))
+    signature = entry_signature(unpacked)
+    barrier = re.search(r"optimization_barrier (%\S+) : tensor<(\d+)xi32>", packed)
+    assert barrier and int(barrier.group(2)) > signature.inputs[-1].shape[0] // 2, barrier
+    rng = np.random.default_rng(0)
+    inputs = split_inputs(entry_signature(STEP), random_inputs(entry_signature(STEP), rng),
+                          random_pow2_scales(entry_signature(STEP), rng, -6, 6))
+    specs = signature.inputs
+    inputs = [np.asarray(x).astype(ELEMENT_DTYPES[spec.element])
+              for x, spec in zip(inputs, specs[:-1], strict=True)]
+    exponents = rng.integers(-20, 20, specs[-1].shape).astype(np.int32)
+    _same_outputs(unpacked, packed, [*inputs, exponents])
