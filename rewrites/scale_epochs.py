@@ -17,7 +17,8 @@ that measures a statistic, a loop, an argument). The chains that share a root fo
 back by static slices, which fuse into their consumers as a read of one element. A vector
 has at least two elements: XLA folds the slice of a one-element vector back into its chain.
 One element read from a vector argument (a slice and a reshape: a delayed step's exponents)
-is a chain op of the argument epoch, not a root.
+is a chain op of the argument epoch, not a root (in a module on one device:
+``materialize_block``).
 
 ``simplify`` runs it for the argument epoch alone (``epochs=arguments``): the scales a step
 computes from its arguments (its inputs' exponents, Adam's bias corrections), which XLA:GPU
@@ -42,6 +43,7 @@ from scalify_hlo.errors import PipelineError
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
+from scalify_hlo.symbols import partition_count
 
 # Scalars per packed vector by default (the pass's ``pack-width``; see loop_scales.PACK:
 # XLA:CPU runs a concatenate of more operands as a kernel per operand). XLA:GPU runs one of up
@@ -116,8 +118,9 @@ class _Epochs:
     change (the moves and replacements that follow this analysis change them), while a
     value's hash stays."""
 
-    def __init__(self, block: ir.Block) -> None:
+    def __init__(self, block: ir.Block, element_reads: bool = True) -> None:
         self.ops = [op.operation for op in block.operations]
+        self.element_reads = element_reads  # one element of a vector argument: a chain op
         self.chain: list[bool] = []  # per position: is the op a chain op
         self.root: dict[ir.Value, int] = {}  # chain op's result -> position of its root
         self.cost: dict[ir.Value, int] = {}  # chain op's result -> non-constant ops it needs
@@ -145,7 +148,7 @@ class _Epochs:
             name = op.name
             results = op.results
             result = _chain_result(op, name, results) if name in _CHAIN_NAMES else None
-            if result is None and name in _ELEMENT_READS:
+            if result is None and self.element_reads and name in _ELEMENT_READS:
                 result = _element_read(results)
                 if result is not None and not self._reads_arguments(op):
                     result = None
@@ -229,7 +232,8 @@ class _Epochs:
                 order.append(at)
         return order
 
-    def boundary(self, arguments_only: bool = False) -> dict[int, list[ir.Value]]:
+    def boundary(self, arguments_only: bool = False, own_buffers: bool = False
+                 ) -> dict[int, list[ir.Value]]:
         """Per root, the epoch's values that a non-chain op uses (chains of more than one op
         only: a lone exponent read is as cheap to copy as its slice); with
         ``arguments_only``, the argument epoch's alone. A later epoch's chain that uses one
@@ -242,7 +246,7 @@ class _Epochs:
             if self.cost[result] < 2 or not _packable(result):
                 continue
             if any(self.user_root(use.owner.operation) is None
-                   and not (arguments_only and _wants_a_buffer(use.owner.operation))
+                   and not (own_buffers and _wants_a_buffer(use.owner.operation))
                    for use in result.uses):
                 epochs.setdefault(root, []).append(result)
         return epochs
@@ -368,13 +372,13 @@ def check_pack_width(width: int) -> None:
         raise PipelineError(f"pack-width must be at least 2, not {width}")
 
 
-def move_to_epochs(block: ir.Block, users: bool = False
+def move_to_epochs(block: ir.Block, users: bool = False, element_reads: bool = True
                    ) -> tuple[_Epochs, dict[int, ir.Operation]]:
     """Move the block's chain ops up to their epochs (just after their roots), so that a
     scale is computed as soon as what it depends on exists; returns the analysis (with
     ``users``: and each op's users) and each epoch's anchor (the op its chain ops now
     precede)."""
-    epochs = _Epochs(block)
+    epochs = _Epochs(block, element_reads)
     epochs.analyse(users)
     anchors = {root: epochs.anchor(root) for root in set(epochs.chain_roots)}
     for op, root in zip(epochs.chain_ops, epochs.chain_roots, strict=True):
@@ -382,12 +386,20 @@ def move_to_epochs(block: ir.Block, users: bool = False
     return epochs, anchors
 
 
-def materialize_block(block: ir.Block, arguments_only: bool = False, width: int = PACK) -> int:
+def materialize_block(block: ir.Block, arguments_only: bool = False, width: int = PACK,
+                      one_device: bool = True) -> int:
     """Move the block's chain ops to their epochs and pack each epoch's boundary values
     (with ``arguments_only``, the argument epoch's alone) in vectors of at most ``width``;
-    returns how many values were packed."""
-    epochs, anchors = move_to_epochs(block)
-    boundary = epochs.boundary(arguments_only)
+    returns how many values were packed. ``one_device``: the module is not partitioned, so
+    elements read from vector arguments join the argument epoch and ``_wants_a_buffer``'s
+    users keep their scalars. A pack waits for every value in it, and on a partitioned
+    step under ``compile_scaled`` some scalar arguments are computed at the call (a plain
+    input's scale, from an all-reduce): with the exponents packed beside them, an FSDP
+    step's weight gathers waited for it (its longest chain of collectives 5 -> 6 against
+    the original's 4), so a partitioned module packs as before."""
+    epochs, anchors = move_to_epochs(block, element_reads=one_device)
+    own_buffers = arguments_only and one_device
+    boundary = epochs.boundary(arguments_only, own_buffers)
     if not boundary:
         return 0
     packed = 0
@@ -396,7 +408,7 @@ def materialize_block(block: ir.Block, arguments_only: bool = False, width: int 
         # so do the chain ops (they run in the pack's kernel).
         uses = [[(use.owner.operation, use.operand_number) for use in value.uses
                  if epochs.user_root(use.owner.operation) is None
-                 and not (arguments_only and _wants_a_buffer(use.owner.operation))]
+                 and not (own_buffers and _wants_a_buffer(use.owner.operation))]
                 for value in values]
         anchor = anchors[root]
         taken = _pack(Emitter(ir.InsertionPoint(anchor), anchor.location), values, width)
@@ -411,7 +423,8 @@ def materialize_scales(module: ir.Module, arguments_only: bool = False,
                        width: int = PACK) -> int:
     """Materialize the scale epochs of every function body, in vectors of at most ``width``
     scalars; returns the values packed."""
-    return sum(materialize_block(func.regions[0].blocks[0], arguments_only, width)
+    one_device = partition_count(module) == 1
+    return sum(materialize_block(func.regions[0].blocks[0], arguments_only, width, one_device)
                for func in ops_named(module.operation, "func.func") if func.regions[0].blocks)
 
 
