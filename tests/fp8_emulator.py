@@ -468,19 +468,6 @@ class Fp8Emulator:
             raise UnsupportedOpError("pad with negative padding")
         return [np.pad(x, list(zip(low, high, strict=True)), constant_values=value.item())]
 
-    def op_gather(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
-        """The one gather form the passes emit (group-statistics): single elements of a
-        rank-1 operand, the indices in a trailing dimension of size one."""
-        operand, indices = args
-        numbers = str(op.attributes["dimension_numbers"])
-        if (operand.ndim != 1 or indices.shape[-1:] != (1,) or _i64_array(op, "slice_sizes")
-                != [1] or _int_list(numbers, "collapsed_slice_dims") != [0]
-                or _int_list(numbers, "start_index_map") != [0]
-                or f"index_vector_dim = {indices.ndim - 1}" not in numbers
-                or "offset_dims" in numbers):
-            raise UnsupportedOpError(f"gather of this form: {numbers}")
-        return [operand[indices[..., 0]]]
-
     def op_iota(self, op: ir.Operation, args: list[np.ndarray]) -> list[np.ndarray]:
         t = op.results[0].type
         axis = ir.IntegerAttr(op.attributes["iota_dimension"]).value

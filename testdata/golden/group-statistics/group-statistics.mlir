@@ -3,8 +3,8 @@
 // group-statistics: full reductions of one block (a statistic: the amax or sum of squares
 // a run-time scale comes from) that can be taken at the same point become one row
 // reduction: each tensor flattened and padded into rows, the rows concatenated, one reduce
-// per row, and where a tensor takes several rows, its row results gathered into a row of
-// their own and reduced again, to a vector with one value per tensor. XLA:GPU runs the
+// per row, and where a tensor takes several rows, one more reduce of the row results
+// masked per tensor, to a vector with one value per tensor. XLA:GPU runs the
 // group as two kernels, however many tensors it holds (one where each fits in a row; each
 // reduction on its own is one or two).
 
@@ -21,7 +21,7 @@
 // CHECK:         [[RB:%.*]] = stablehlo.reshape [[PB]] : (tensor<8xf32>) -> tensor<1x8xf32>
 // CHECK:         [[ROWS:%.*]] = stablehlo.concatenate [[RA]], [[RB]], dim = 0
 // CHECK:         [[PER_ROW:%.*]] = stablehlo.reduce([[ROWS]] init: {{%.*}}) applies stablehlo.maximum across dimensions = [1] : (tensor<2x8xf32>, tensor<f32>) -> tensor<2xf32>
-// CHECK-NOT:     stablehlo.gather
+// CHECK-NOT:     stablehlo.iota
 // CHECK:         stablehlo.slice [[PER_ROW]] [0:1]
 // CHECK:         stablehlo.slice [[PER_ROW]] [1:2]
 // CHECK:         [[P:%.*]] = stablehlo.multiply
@@ -39,26 +39,25 @@ func.func public @together(%arg0: tensor<2x4xf32>, %arg1: tensor<6xf32>) -> tens
 // -----
 
 // A tensor larger than a row takes several rows (3000 elements: two rows of 2048, the
-// second padded). The three row results, padded with the init value at index 3, are
-// gathered into one row per tensor (tensor i's row j reads its first row + j while j is
-// below its row count, else the padding) and reduced again.
+// second padded). The three row results are spread to one row per tensor, each keeping
+// its own (rows 0-1 and row 2: from its first row, by an iota, to the next tensor's) and
+// the init value elsewhere, and reduced again.
 
 // CHECK-LABEL: func.func public @rows
 // CHECK:         stablehlo.pad {{%.*}}, {{%.*}}, low = [0], high = [1096], interior = [0] : (tensor<3000xf32>, tensor<f32>) -> tensor<4096xf32>
 // CHECK:         stablehlo.reshape {{%.*}} : (tensor<4096xf32>) -> tensor<2x2048xf32>
 // CHECK:         [[ROWS:%.*]] = stablehlo.concatenate {{.*}} -> tensor<3x2048xf32>
 // CHECK:         [[PER_ROW:%.*]] = stablehlo.reduce([[ROWS]] init: [[INIT:%.*]]) applies stablehlo.maximum across dimensions = [1] : (tensor<3x2048xf32>, tensor<f32>) -> tensor<3xf32>
-// CHECK:         [[PADDED:%.*]] = stablehlo.pad [[PER_ROW]], [[INIT]], low = [0], high = [1], interior = [0] : (tensor<3xf32>, tensor<f32>) -> tensor<4xf32>
-// CHECK:         [[J:%.*]] = stablehlo.iota dim = 1 : tensor<2x2xi32>
-// CHECK:         stablehlo.constant dense<[2, 1]> : tensor<2xi32>
-// CHECK:         [[IN:%.*]] = stablehlo.compare LT, [[J]]
+// CHECK:         [[ROW:%.*]] = stablehlo.iota dim = 1 : tensor<2x3xi32>
 // CHECK:         stablehlo.constant dense<[0, 2]> : tensor<2xi32>
-// CHECK:         [[AT:%.*]] = stablehlo.add [[J]]
-// CHECK:         [[PAD_AT:%.*]] = stablehlo.constant dense<3> : tensor<2x2xi32>
-// CHECK:         [[IDX:%.*]] = stablehlo.select [[IN]], [[AT]], [[PAD_AT]]
-// CHECK:         [[IDX3:%.*]] = stablehlo.reshape [[IDX]] : (tensor<2x2xi32>) -> tensor<2x2x1xi32>
-// CHECK:         [[G:%.*]] = "stablehlo.gather"([[PADDED]], [[IDX3]])
-// CHECK:         [[VEC:%.*]] = stablehlo.reduce([[G]] init: [[INIT]]) applies stablehlo.maximum across dimensions = [1] : (tensor<2x2xf32>, tensor<f32>) -> tensor<2xf32>
+// CHECK:         [[FROM:%.*]] = stablehlo.compare GE, [[ROW]]
+// CHECK:         stablehlo.constant dense<[2, 3]> : tensor<2xi32>
+// CHECK:         [[TO:%.*]] = stablehlo.compare LT, [[ROW]]
+// CHECK:         [[OWN:%.*]] = stablehlo.and [[FROM]], [[TO]] : tensor<2x3xi1>
+// CHECK:         [[SPREAD:%.*]] = stablehlo.broadcast_in_dim [[PER_ROW]], dims = [1] : (tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK:         [[FILL:%.*]] = stablehlo.broadcast_in_dim [[INIT]], dims = []
+// CHECK:         [[KEPT:%.*]] = stablehlo.select [[OWN]], [[SPREAD]], [[FILL]]
+// CHECK:         [[VEC:%.*]] = stablehlo.reduce([[KEPT]] init: [[INIT]]) applies stablehlo.maximum across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
 // CHECK:         stablehlo.slice [[VEC]] [0:1]
 // CHECK:         stablehlo.slice [[VEC]] [1:2]
 func.func public @rows(%arg0: tensor<3000xf32>, %arg1: tensor<5xf32>) -> tensor<f32> {
