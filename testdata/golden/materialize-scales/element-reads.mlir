@@ -33,25 +33,28 @@ func.func public @delayed_exponent(%arg0: tensor<4xf32>, %arg1: tensor<3xi32>) -
 
 // -----
 
-// Two users read a scalar from a buffer of their own, which a slice of a pack is not
-// (XLA:GPU copies each such slice out in a kernel): the function's return (a result's
-// scale) and the scale of an FP8 dot's result, which XLA:GPU folds into the cuBLASLt FP8
-// GEMM. With the argument epoch alone packed (the accelerators' mode) they keep the scalar,
-// and a factor nothing else reads is not packed at all; with every epoch packed (XLA:CPU's
-// mode, where a copy is a load) they read the pack too.
+// A user that reads a scalar from a buffer of its own, which a slice of a pack is not: the
+// scale of an FP8 dot's result, which XLA:GPU folds into the cuBLASLt FP8 GEMM (a slice
+// there is copied out in a kernel of its own). With the argument epoch alone packed (the
+// accelerators' mode) it keeps the scalar, and the return reads the pack; with every epoch
+// packed (XLA:CPU's mode, where a copy is a load) the GEMM's scale reads the pack too.
 
 // CHECK-LABEL: func.func public @own_buffers
-// CHECK-NOT:     stablehlo.optimization_barrier
 // CHECK:         [[F:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
+// CHECK:         [[B:%.*]] = stablehlo.optimization_barrier
+// CHECK:         [[S:%.*]] = stablehlo.slice [[B]] [0:1]
+// CHECK:         [[R:%.*]] = stablehlo.reshape [[S]]
+// CHECK:         [[P:%.*]] = stablehlo.bitcast_convert [[R]] : (tensor<i32>) -> tensor<f32>
 // CHECK:         [[D:%.*]] = stablehlo.dot_general
 // CHECK:         [[FB:%.*]] = stablehlo.broadcast_in_dim [[F]]
 // CHECK:         stablehlo.multiply [[D]], [[FB]]
-// CHECK:         return {{%.*}}, [[F]]
+// CHECK:         return {{%.*}}, [[P]]
 // ALL-LABEL:   func.func public @own_buffers
 // ALL:           [[B:%.*]] = stablehlo.optimization_barrier
 // ALL:           [[S:%.*]] = stablehlo.slice [[B]] [0:1]
 // ALL:           [[R:%.*]] = stablehlo.reshape [[S]]
 // ALL:           [[F:%.*]] = stablehlo.bitcast_convert [[R]] : (tensor<i32>) -> tensor<f32>
+// ALL:           stablehlo.broadcast_in_dim [[F]]
 // ALL:           return {{%.*}}, [[F]]
 func.func public @own_buffers(%arg0: tensor<4x8xf8E4M3FN>, %arg1: tensor<8x4xf8E4M3FN>, %arg2: tensor<i32>) -> (tensor<4x4xf32>, tensor<f32>) {
   %c23 = stablehlo.constant dense<23> : tensor<i32>
