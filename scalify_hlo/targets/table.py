@@ -34,8 +34,8 @@ class Target:
     # statistics: 111 -> 105). TPUs keep 8 until measured.
     scale_pack_width: int = 8
     # Where rescale points take their exponent (Policy.statistics): delayed on GPUs, where a
-    # statistic that waits for its data splits a kernel in two (on an H100 target, about half
-    # the fusions: GPT-2-small 1315 against 2484, original 462; benchmarks/gpu_statistics.py);
+    # statistic that waits for its data splits a kernel in two (on an H100 target, GPT-2-small:
+    # 933 fusions against 2266, FP8 floor 737; benchmarks/gpu_statistics.py);
     # auto elsewhere (delayed only on a partitioned step: XLA:CPU copies the delayed
     # exponents' chains into every fusion, 2.5x the optimized HLO, and on tpu7x the cost
     # model prices them higher, 1.60x the bf16 step's cycles against 1.46x).
