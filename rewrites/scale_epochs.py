@@ -24,15 +24,15 @@ is a chain op of the argument epoch, not a root (in a module on one device:
 computes from its arguments (its inputs' exponents, Adam's bias corrections), which XLA:GPU
 otherwise computes in a rank-0 kernel per value that several tensor kernels read (f32 mode,
 1-layer GPT on an H100 target: 84 -> 57 fusions against the original's 55; XLA:CPU 182 ->
-188, its instructions 5589 -> 4552), and a delayed step's exponents with them (1-layer GPT,
-H100 target policy, GPT-2-small: 1116 -> 933 fusions, the FP8 floor 737). There a value
-that scales an FP8 GEMM keeps its scalar for that user (``_wants_a_buffer``).
-Every epoch (``epochs=all``) is opt-in, because what it
-trades is target-dependent. Measured on the 2-layer GPT step (d 256, default policy): on
-XLA:CPU, 48.2k -> 37.9k optimized HLO instructions (rank-0: 35.3k -> 19.8k) for 1085 -> 1289
-fusions; on an H100 target, XLA:GPU already gives most scalar chains a kernel of their own
-instead of copying them, and every pack is one more kernel (621 -> 842 fusions): a
-concatenate does not fuse into the amax reduction its epoch starts from.
+188, its instructions 5589 -> 4552), and a delayed step's exponents with them (H100 target
+policy, GPT-2-small: 1116 -> 933 fusions, the FP8 floor 737). There a value that scales an
+FP8 GEMM keeps its scalar for that user (``_wants_a_buffer``). Every epoch (``epochs=all``)
+is opt-in, because what it trades is target-dependent. Measured on the 2-layer GPT step
+(d 256, default policy): on XLA:CPU, 48.2k -> 37.9k optimized HLO instructions (rank-0:
+35.3k -> 19.8k) for 1085 -> 1289 fusions; on an H100 target, XLA:GPU already gives most
+scalar chains a kernel of their own instead of copying them, and every pack is one more
+kernel (621 -> 842 fusions): a concatenate does not fuse into the amax reduction its epoch
+starts from.
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ from scalify_hlo.symbols import partition_count
 # XLA:CPU runs a concatenate of more operands as a kernel per operand). XLA:GPU runs one of up
 # to about 80 scalars as one kernel (group_statistics.GROUP), so GPU targets pack wider.
 PACK = 8
-WIDE_PACK = 64
 _NO_ROOT = -1  # the chain depends on block arguments, outer values and constants only
 # Which epochs the pass packs (its ``epochs`` option).
 EPOCHS = ("all", "arguments")
@@ -256,22 +255,15 @@ _LAYOUT = frozenset({"stablehlo.reshape", "stablehlo.transpose"})
 
 
 def _wants_a_buffer(user: ir.Operation) -> bool:
-    """Whether ``user`` reads a scalar from a buffer of its own, which a slice of a packed
-    vector is not: the broadcast scale of an FP8 dot's result, which XLA:GPU folds into the
-    cuBLASLt FP8 GEMM (a slice there is copied out in a kernel of its own: 15 on the 1-layer
-    GPT's delayed step). It keeps the scalar, computed beside the other scalars XLA fuses
-    into one kernel. The function's return reads the pack: left out, the returned scales
-    were 71 and 90 kernels on the 1-layer GPT but 1249 on GPT-2-small against 933 (XLA:GPU
-    merges the small kernels that write them into one at 1 layer, not at 12). Only where the
-    argument epoch alone is packed (the accelerators' mode): with every epoch packed
-    (XLA:CPU's, where a copy is a load) the packs serve that user too."""
-    return _scales_an_fp8_gemm(user)
-
-
-def _scales_an_fp8_gemm(user: ir.Operation) -> bool:
     """Whether ``user`` broadcasts a scale that only multiplies FP8 dots' results: XLA:GPU
     folds it into the cuBLASLt FP8 GEMM, which reads it from a buffer of its own, so a
-    packed value there is one more kernel (a slice copied out of the vector) per GEMM."""
+    slice of a pack there is copied out in a kernel of its own (15 on the 1-layer GPT's
+    delayed step); it keeps the scalar, computed beside the other scalars XLA fuses into
+    one kernel. The function's return reads the pack: left out, the returned scales were 90
+    kernels on the 1-layer GPT but 1249 on GPT-2-small against 933 (XLA:GPU merges the
+    small kernels that write them at 1 layer, not at 12). Only where the argument epoch
+    alone is packed (the accelerators' mode): with every epoch packed (XLA:CPU's, where a
+    copy is a load) the packs serve that user too."""
     if user.name != "stablehlo.broadcast_in_dim":
         return False
     broadcast = user.results[0]

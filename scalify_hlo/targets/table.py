@@ -42,6 +42,8 @@ class Target:
     statistics: str = "auto"
 
 
+# What every GPU target gets beyond its data type and dots (the fields' comments say why).
+_GPU = {"statistics": "delayed", "scale_pack_width": 64}
 _BF16_INT8_MXU = "bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a bf16 one"
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
@@ -54,20 +56,20 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("tpu", "tpu", "bfloat16", False, "a TPU this table does not know: bf16, no FP8"),
     Target("ada", "gpu", "float16", True,
            "NVIDIA Ada (sm_89: L4, L40, RTX 40xx): FP8 tensor cores; XLA emits cuBLASLt FP8 "
-           "GEMMs from compute capability 8.9", statistics="delayed", scale_pack_width=64),
+           "GEMMs from compute capability 8.9", **_GPU),
     Target("h100", "gpu", "float16", True, "NVIDIA H100 (sm_90): FP8 tensor cores",
-           statistics="delayed", scale_pack_width=64),
+           **_GPU),
     Target("h200", "gpu", "float16", True, "NVIDIA H200 (sm_90): FP8 tensor cores",
-           statistics="delayed", scale_pack_width=64),
+           **_GPU),
     Target("blackwell", "gpu", "float16", True,
            "NVIDIA Blackwell (sm_100, sm_120: B200, GB200, RTX 50xx): FP8 tensor cores",
-           statistics="delayed", scale_pack_width=64),
+           **_GPU),
     Target("ampere", "gpu", "float16", False,
            "NVIDIA Ampere (sm_80, sm_86: A100, A10, RTX 30xx): no FP8 tensor cores; XLA runs "
-           "FP8 dots as f16/bf16 dots", statistics="delayed", scale_pack_width=64),
+           "FP8 dots as f16/bf16 dots", **_GPU),
     Target("gpu", "gpu", "float16", False,
            "a GPU without FP8 tensor cores (compute capability below 8.9), or not NVIDIA",
-           statistics="delayed", scale_pack_width=64),
+           **_GPU),
     Target("cpu", "cpu", "float16", True,
            "XLA:CPU: emulates FP8 (f32 dots), so FP8 dots here preview an FP8 chip's numerics; "
            "the default policy's numerics, every scale epoch packed (faster XLA:CPU compiles)",
