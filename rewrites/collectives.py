@@ -120,23 +120,12 @@ def agree(scope: Scope, region: ManualRegion, values: Sequence[Scaled],
     if not pending:
         return list(values)
     emit, i32 = scope.emit, scope.state.types.scalar_i32
-    vector = ir.RankedTensorType.get([len(pending)], ir.IntegerType.get_signless(32))
-    one = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(32))
-    pieces = [emit.op("stablehlo.reshape", [scope.exponent(values[i].scale)], [one]).result
-              for i in pending]
-    packed = pieces[0] if len(pieces) == 1 else emit.op(
-        "stablehlo.concatenate", pieces, [vector],
-        {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
+    packed = emit.vector_of([scope.exponent(values[i].scale) for i in pending])
     reduced = _all_reduce_max(emit, packed, groups)
     scope.state.context.bump("scalify.agreed-scales", len(pending))
     out = list(values)
     for position, index in enumerate(pending):
-        piece = reduced if len(pending) == 1 else emit.op(
-            "stablehlo.slice", [reduced], [one],
-            {"start_indices": ir.DenseI64ArrayAttr.get([position]),
-             "limit_indices": ir.DenseI64ArrayAttr.get([position + 1]),
-             "strides": ir.DenseI64ArrayAttr.get([1])}).result
-        agreed = emit.op("stablehlo.reshape", [piece], [i32]).result
+        agreed = emit.element(reduced, position)
         value = values[index]
         shift = emit.clamp_exponent(emit.binary(
             "stablehlo.subtract", scope.exponent(value.scale), agreed, i32),

@@ -152,18 +152,7 @@ class CommonScale:
 
     def is_unset(self, exponent: ir.Value) -> ir.Value:
         """Whether a runtime exponent is (derived from) ``UNSET_EXPONENT``, as an i1."""
-        types = self.state.types
-        i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
-        attributes = {
-            "comparison_direction": types.attribute(
-                ("direction", "LT"),
-                lambda: ir.Attribute.parse("#stablehlo<comparison_direction LT>")),
-            "compare_type": types.attribute(
-                ("compare_type", "SIGNED"),
-                lambda: ir.Attribute.parse("#stablehlo<comparison_type SIGNED>")),
-        }
-        return self.emit.op("stablehlo.compare", [exponent, self.emit.int_scalar(UNSET_BELOW)],
-                            [i1], attributes).result
+        return self.emit.compare("LT", exponent, self.emit.int_scalar(UNSET_BELOW))
 
     def can_drift(self, scale: Scale) -> bool:
         """Whether a result's scale can move from one call of the step to the next when the

@@ -124,12 +124,7 @@ class DelayedExponents:
                                                          "jax.arg_info")
             at = Emitter(ir.InsertionPoint(block.operations[0]), func.location, types=types)
             for index, stand_in in enumerate(self._given, start=existing):
-                element = at.op("stablehlo.slice", [given], [one], {
-                    "start_indices": ir.DenseI64ArrayAttr.get([index]),
-                    "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
-                    "strides": ir.DenseI64ArrayAttr.get([1])}).result
-                stand_in.results[0].replace_all_uses_with(
-                    at.unary("stablehlo.reshape", element, types.scalar_i32))
+                stand_in.results[0].replace_all_uses_with(at.element(given, index))
                 stand_in.erase()
         if existing:
             results[-1] = vector_type

@@ -32,7 +32,8 @@ import math
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named, splat_constant_value
+from scalify_hlo.rewrites.constant_values import splat_constant_value
+from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 
 # (power of the first float operand, power of the second) in the result. Elementwise only:

@@ -90,19 +90,6 @@ def scalar_type(element: ir.Type) -> ir.RankedTensorType:
     return ir.RankedTensorType.get([], element)
 
 
-def splat_scalar(attr: ir.Attribute) -> float | None:
-    """The single value of a splat float/int dense attribute, without materializing it."""
-    dense = ir.DenseElementsAttr(attr)
-    if not dense.is_splat:
-        return None
-    value = dense.get_splat_value()
-    if isinstance(value, ir.FloatAttr):
-        return float(ir.FloatAttr(value).value)
-    if isinstance(value, ir.IntegerAttr):
-        return float(ir.IntegerAttr(value).value)
-    return None
-
-
 def terminator(block: ir.Block) -> ir.Operation:
     """The last op of ``block`` (its return), read by index: iterating a large body's ops to
     reach it makes a binding object per op."""
@@ -144,44 +131,6 @@ def is_scalar_broadcast(value: ir.Value) -> bool:
     op = defining_op(value)
     return (op is not None and op.name == "stablehlo.broadcast_in_dim"
             and not ir.RankedTensorType(op.operands[0].type).shape)
-
-
-def splat_constant_value(value: ir.Value) -> float | None:
-    """The value of a splat constant, or of a broadcast of one; None otherwise."""
-    op = defining_op(value)
-    if op is None:
-        return None
-    if op.name == "stablehlo.broadcast_in_dim":
-        return splat_constant_value(op.operands[0])
-    if op.name != "stablehlo.constant":
-        return None
-    try:
-        return splat_scalar(op.attributes["value"])
-    except (KeyError, ValueError, TypeError):
-        return None
-
-
-def distinct_values(attr: ir.Attribute) -> np.ndarray:
-    """The values of a dense attribute, a splat as one element: enough for scale decisions."""
-    scalar = splat_scalar(attr)
-    if scalar is not None:
-        return np.array([scalar], dtype=np.float64)
-    return read_dense(attr).astype(np.float64)
-
-
-def read_dense(attr: ir.Attribute) -> np.ndarray:
-    """The values of a dense elements attribute as a numpy array of the element's dtype."""
-    dense = ir.DenseElementsAttr(attr)
-    shaped = ir.ShapedType(dense.type)
-    dtype = numpy_dtype(shaped.element_type)
-    if dense.is_splat:
-        scalar = np.array(ir.FloatAttr(dense.get_splat_value()).value, dtype=np.float64)
-        return np.full(shaped.shape, scalar.astype(dtype), dtype=dtype)
-    array = np.array(dense)
-    if array.dtype == object or array.dtype != dtype:
-        # bfloat16 comes back as raw storage; read through the attribute's buffer instead.
-        array = np.frombuffer(memoryview(dense), dtype=dtype).reshape(shaped.shape)
-    return array.copy()
 
 
 class Types:
@@ -299,9 +248,19 @@ class Emitter:
                        regions=0, loc=self.loc, ip=self.ip).result
 
     def constant(self, array: np.ndarray, t: ir.Type) -> ir.Value:
+        """A constant of tensor type ``t`` (float or integer elements) holding ``array``,
+        as a splat where every element is the same."""
         element = ir.ShapedType(t).element_type
         array = np.asarray(array)
-        if array.size and np.all(array == array.flat[0]) and not np.isnan(array.flat[0]):
+        if isinstance(element, ir.IntegerType):
+            width = ir.IntegerType(element).width
+            if array.size and np.all(array == array.flat[0]):
+                attr = ir.DenseElementsAttr.get_splat(
+                    t, ir.IntegerAttr.get(element, int(array.flat[0])))
+            else:
+                attr = ir.DenseElementsAttr.get(
+                    np.ascontiguousarray(array.astype(f"int{width}")), type=t)
+        elif array.size and np.all(array == array.flat[0]) and not np.isnan(array.flat[0]):
             attr = ir.DenseElementsAttr.get_splat(
                 t, ir.FloatAttr.get(element, float(array.flat[0])))
         elif array.size and np.all(np.isnan(array)):
@@ -416,18 +375,52 @@ class Emitter:
         }).result
 
     def compare(self, direction: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        """``a <direction> b`` as i1 of ``a``'s shape: a FLOAT compare of floats, a SIGNED
+        one of integers (i32 exponents, indices)."""
         types = self.types
         i1 = types.attribute("i1", lambda: ir.IntegerType.get_signless(1))
+        kind = ("SIGNED" if isinstance(ir.ShapedType(a.type).element_type, ir.IntegerType)
+                else "FLOAT")
         attributes = {
             "comparison_direction": types.attribute(
                 ("direction", direction),
                 lambda: ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>")),
             "compare_type": types.attribute(
-                ("compare_type", "FLOAT"),
-                lambda: ir.Attribute.parse("#stablehlo<comparison_type FLOAT>")),
+                ("compare_type", kind),
+                lambda: ir.Attribute.parse(f"#stablehlo<comparison_type {kind}>")),
         }
         return self.op("stablehlo.compare", [a, b], [types.with_element_type(a.type, i1)],
                        attributes).result
+
+    def vector_of(self, scalars: Sequence[ir.Value], at_least_two: bool = False) -> ir.Value:
+        """Rank-0 values of one element type as one vector; a lone one as ``tensor<1xT>``, or
+        taken twice with ``at_least_two`` (XLA folds a slice of a vector of one back into its
+        scalar)."""
+        element = ir.RankedTensorType(scalars[0].type).element_type
+        one = ir.RankedTensorType.get([1], element)
+        parts = [self.unary("stablehlo.reshape", s, one) for s in scalars]
+        if len(parts) == 1 and at_least_two:
+            parts.append(parts[0])
+        if len(parts) == 1:
+            return parts[0]
+        dimension = self.types.attribute(
+            "dimension-0", lambda: ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0))
+        return self.op("stablehlo.concatenate", parts,
+                       [ir.RankedTensorType.get([len(parts)], element)],
+                       {"dimension": dimension}).result
+
+    def element(self, vector: ir.Value, index: int) -> ir.Value:
+        """Element ``index`` of a vector as a rank-0 value: a static slice and a reshape (the
+        reshape alone for a vector of one)."""
+        vector_type = ir.RankedTensorType(vector.type)
+        element = vector_type.element_type
+        if vector_type.shape == [1]:
+            return self.unary("stablehlo.reshape", vector, scalar_type(element))
+        one = self.op("stablehlo.slice", [vector], [ir.RankedTensorType.get([1], element)], {
+            "start_indices": ir.DenseI64ArrayAttr.get([index]),
+            "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
+            "strides": ir.DenseI64ArrayAttr.get([1])}).result
+        return self.unary("stablehlo.reshape", one, scalar_type(element))
 
     def reduce_all(self, x: ir.Value, combiner: str, init: float) -> ir.Value:
         """Reduce every dimension of ``x`` with an elementwise ``combiner`` to a rank-0 value

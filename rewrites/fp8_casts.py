@@ -68,14 +68,8 @@ def amax_shift(emit: Emitter, wide: ir.Value, fmt: str, low: int = -MAX_SHIFT,
     shift = emit.binary("stablehlo.subtract", emit.int_scalar(FP8_TOP_EXPONENT[fmt]),
                         exponent, i32)
     shift = emit.clamp_exponent(shift, low, high)
-    i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
-    normal = emit.op("stablehlo.and", [
-        emit.op("stablehlo.compare", [exponent, emit.int_scalar(-127)], [i1],
-                {"comparison_direction": ir.Attribute.parse(
-                    "#stablehlo<comparison_direction GT>")}).result,
-        emit.op("stablehlo.compare", [exponent, emit.int_scalar(128)], [i1],
-                {"comparison_direction": ir.Attribute.parse(
-                    "#stablehlo<comparison_direction LT>")}).result], [i1]).result
+    normal = emit.binary("stablehlo.and", emit.compare("GT", exponent, emit.int_scalar(-127)),
+                         emit.compare("LT", exponent, emit.int_scalar(128)))
     return emit.op("stablehlo.select", [normal, shift, emit.int_scalar(0)], [i32]).result
 
 

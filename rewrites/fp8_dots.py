@@ -31,6 +31,7 @@ from scalify_hlo.dtypes import (
 from scalify_hlo.errors import PipelineError, RewriteError
 from scalify_hlo.module_io import short_location
 from scalify_hlo.name_stack import has_name_stack, is_backward
+from scalify_hlo.rewrites.constant_values import splat_scalar
 from scalify_hlo.rewrites.delayed_statistics import MODES as DELAYED_MODES
 from scalify_hlo.rewrites.delayed_statistics import DelayedExponents, resolved_mode
 from scalify_hlo.rewrites.emitter import (
@@ -41,7 +42,6 @@ from scalify_hlo.rewrites.emitter import (
     element_type,
     ops_named,
     shape_of,
-    splat_scalar,
 )
 from scalify_hlo.rewrites.fp8_casts import OperandLayout, cast_operand, free_dims
 from scalify_hlo.rewrites.op_table import Trait, ops_with

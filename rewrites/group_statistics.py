@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Emitter, ops_named, splat_constant_value
+from scalify_hlo.rewrites.constant_values import splat_constant_value
+from scalify_hlo.rewrites.emitter import Emitter, ops_named
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 from scalify_hlo.rewrites.scale_epochs import _Epochs, move_to_epochs
@@ -297,12 +298,6 @@ def _clone_prelude(member: _Statistic, ip: ir.InsertionPoint) -> ir.Value:
     return mapping.get(member.input, member.input)
 
 
-def _i32_constant(emit: Emitter, values: np.ndarray, shape: list[int]) -> ir.Value:
-    t = ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(32))
-    return emit.op("stablehlo.constant", [], [t], {"value": ir.DenseElementsAttr.get(
-        np.ascontiguousarray(values, dtype=np.int32), type=t)}).result
-
-
 def _per_member(emit: Emitter, per_row: ir.Value, counts: list[int], pad: ir.Value,
                 combiner: str) -> ir.Value:
     """The row results combined into one value per member (``counts``: each member's rows,
@@ -318,23 +313,17 @@ def _per_member(emit: Emitter, per_row: ir.Value, counts: list[int], pad: ir.Val
     total, members = sum(counts), len(counts)
     i32 = ir.IntegerType.get_signless(32)
     table = ir.RankedTensorType.get([members, total], i32)
-    masks = ir.RankedTensorType.get([members, total], ir.IntegerType.get_signless(1))
     firsts = np.cumsum([0, *counts[:-1]])
 
     def by_member(values: np.ndarray) -> ir.Value:
-        column = _i32_constant(emit, np.asarray(values), [members])
+        column = emit.constant(np.asarray(values), ir.RankedTensorType.get([members], i32))
         return emit.op("stablehlo.broadcast_in_dim", [column], [table],
                        {"broadcast_dimensions": ir.DenseI64ArrayAttr.get([0])}).result
 
-    def compare(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
-        return emit.op("stablehlo.compare", [a, b], [masks], {
-            "comparison_direction": ir.Attribute.parse(
-                f"#stablehlo<comparison_direction {direction}>")}).result
-
     row = emit.op("stablehlo.iota", [], [table], {
         "iota_dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)}).result
-    own = emit.binary("stablehlo.and", compare(row, by_member(firsts), "GE"),
-                      compare(row, by_member(firsts + np.asarray(counts)), "LT"))
+    own = emit.binary("stablehlo.and", emit.compare("GE", row, by_member(firsts)),
+                      emit.compare("LT", row, by_member(firsts + np.asarray(counts))))
     values_type = ir.RankedTensorType.get([members, total], element)
     spread = emit.op("stablehlo.broadcast_in_dim", [per_row], [values_type],
                      {"broadcast_dimensions": ir.DenseI64ArrayAttr.get([1])}).result
@@ -372,14 +361,8 @@ def _take_together(members: list[_Statistic], layout: _Block, point: int) -> Non
                       {"dimensions": ir.DenseI64ArrayAttr.get([1])}, regions=1)
     _region(per_row, first.combiner, element)
     vector = _per_member(emit, per_row.result, counts, pad, first.combiner)
-    one = ir.RankedTensorType.get([1], element)
     for index, member in enumerate(members):
-        taken = emit.op("stablehlo.slice", [vector], [one], {
-            "start_indices": ir.DenseI64ArrayAttr.get([index]),
-            "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
-            "strides": ir.DenseI64ArrayAttr.get([1])}).result
-        value = emit.op("stablehlo.reshape", [taken], [member.reduce.results[0].type]).result
-        member.reduce.results[0].replace_all_uses_with(value)
+        member.reduce.results[0].replace_all_uses_with(emit.element(vector, index))
         member.reduce.erase()
         # The waiting ops after the slice they now read, in block order. Groups go in
         # block order and ops only move down to a group, so an op is before this group's

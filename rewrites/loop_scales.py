@@ -137,15 +137,7 @@ class _LoopHoist:
         for positions in groups.values():
             for start in range(0, len(positions), PACK):
                 chunk = positions[start:start + PACK]
-                element = values[chunk[0]].type.element_type
-                parts = [emit.unary("stablehlo.reshape", values[p],
-                                    ir.RankedTensorType.get([1], element)) for p in chunk]
-                vector = parts[0] if len(parts) == 1 else emit.op(
-                    "stablehlo.concatenate", parts,
-                    [ir.RankedTensorType.get([len(chunk)], element)],
-                    {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)},
-                ).result
-                packs.append((vector, chunk))
+                packs.append((emit.vector_of([values[p] for p in chunk]), chunk))
         # Behind a barrier: XLA's while canonicalization turns invariant operands into
         # captures and would then fold each slice of a concatenate back to its scalar.
         vectors = emit.op("stablehlo.optimization_barrier", [v for v, _ in packs],

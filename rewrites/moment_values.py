@@ -32,7 +32,8 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from scalify_hlo.name_stack import is_backward
-from scalify_hlo.rewrites.emitter import defining_op, is_scalable_type, splat_constant_value
+from scalify_hlo.rewrites.constant_values import splat_constant_value
+from scalify_hlo.rewrites.emitter import defining_op, is_scalable_type
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.signature_split import returned_values
 from scalify_hlo.rewrites.square_values import scalar_like

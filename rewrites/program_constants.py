@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import defining_op, splat_scalar, terminator
+from scalify_hlo.rewrites.constant_values import splat_scalar
+from scalify_hlo.rewrites.emitter import defining_op, terminator
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 
 # Ops that make a constant of a constant operand (a zero fill of a zero fill).

@@ -12,7 +12,8 @@ from collections.abc import Callable
 import numpy as np
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import attributes_of, distinct_values, is_scalable_type
+from scalify_hlo.rewrites.constant_values import distinct_values
+from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 
 _HOMOGENEOUS_OPS = ops_with(Trait.HOMOGENEOUS)

@@ -16,15 +16,13 @@ from collections.abc import Callable
 import numpy as np
 from jax.extend.mlir import ir
 
+from scalify_hlo.rewrites.constant_values import read_dense, splat_constant_value, splat_scalar
 from scalify_hlo.rewrites.emitter import (
     dtype_name,
     element_type,
     is_scalable_type,
     numpy_dtype,
-    read_dense,
     shape_of,
-    splat_constant_value,
-    splat_scalar,
 )
 from scalify_hlo.rewrites.op_table import Trait, target_has_trait
 from scalify_hlo.rewrites.regions import is_additive, is_assignment, is_homogeneous

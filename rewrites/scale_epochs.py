@@ -331,30 +331,18 @@ def _pack(emit: Emitter, values: list[ir.Value], width: int = PACK) -> list[ir.V
     """``values`` as i32 vectors of at most ``width`` behind one barrier, taken back as
     scalars (static slices). A vector has at least two elements: XLA folds the slice of a
     one-element one back into its scalar."""
-    i32 = emit.types.i32
     chunks = [list(range(start, min(start + width, len(values))))
               for start in range(0, len(values), width)]
-    i64 = ir.IntegerType.get_signless(64)
-    vector_of_one = ir.RankedTensorType.get([1], i32)
     vectors = []
     for chunk in chunks:
-        parts = [emit.unary("stablehlo.reshape", _as_i32(emit, values[p]), vector_of_one)
-                 for p in chunk]
-        if len(parts) == 1:
-            parts.append(parts[0])
-        vectors.append(emit.op(
-            "stablehlo.concatenate", parts, [ir.RankedTensorType.get([len(parts)], i32)],
-            {"dimension": ir.IntegerAttr.get(i64, 0)}).result)
+        vectors.append(emit.vector_of([_as_i32(emit, values[p]) for p in chunk],
+                                      at_least_two=True))
     barrier = emit.op("stablehlo.optimization_barrier", vectors, [v.type for v in vectors])
     taken: list[ir.Value] = list(values)
     for vector, chunk in zip(barrier.results, chunks, strict=True):
         for index, position in enumerate(chunk):
-            one = emit.op("stablehlo.slice", [vector], [vector_of_one], {
-                "start_indices": ir.DenseI64ArrayAttr.get([index]),
-                "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
-                "strides": ir.DenseI64ArrayAttr.get([1])}).result
-            scalar = emit.unary("stablehlo.reshape", one, emit.types.scalar_i32)
-            taken[position] = _from_i32(emit, scalar, values[position].type)
+            taken[position] = _from_i32(emit, emit.element(vector, index),
+                                        values[position].type)
     return taken
 
 

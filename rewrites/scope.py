@@ -13,8 +13,9 @@ from jax.extend.mlir import ir
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.module_io import short_location
 from scalify_hlo.rewrites.common_scale import CommonScale
+from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.dynamic_rescale import Rescaler
-from scalify_hlo.rewrites.emitter import Emitter, splat_constant_value, with_element_type
+from scalify_hlo.rewrites.emitter import Emitter, with_element_type
 from scalify_hlo.rewrites.scale_builder import ScaleBuilder
 from scalify_hlo.rewrites.scalify_state import (
     RESCALE_ATTR,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
+from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.dot_transposes import transposes_to_dots
 from scalify_hlo.rewrites.emitter import (
     Emitter,
@@ -15,7 +16,6 @@ from scalify_hlo.rewrites.emitter import (
     defining_op,
     is_scalar_broadcast,
     ops_named,
-    splat_constant_value,
 )
 from scalify_hlo.rewrites.group_statistics import group_statistics
 from scalify_hlo.rewrites.inline import may_have_dead_symbols

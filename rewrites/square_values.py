@@ -31,14 +31,8 @@ from dataclasses import dataclass
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import (
-    Types,
-    defining_op,
-    is_ranked_tensor,
-    ops_named,
-    splat_scalar,
-    terminator,
-)
+from scalify_hlo.rewrites.constant_values import splat_scalar
+from scalify_hlo.rewrites.emitter import Types, defining_op, is_ranked_tensor, ops_named, terminator
 from scalify_hlo.rewrites.op_table import Trait, ops_with, wide_operands
 from scalify_hlo.rewrites.regions import is_additive
 

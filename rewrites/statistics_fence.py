@@ -26,6 +26,7 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.delayed_statistics import delayed_count_of
+from scalify_hlo.rewrites.emitter import Emitter
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 from scalify_hlo.symbols import entry_function
 
@@ -97,53 +98,22 @@ def fence_delayed_statistics(module: ir.Module) -> int:
                 moved |= reached - {ret}
     if not statistics:
         return 0
-    at = ir.InsertionPoint(ret)
+    emit = Emitter(ir.InsertionPoint(ret), ret.location)
     by_type: dict[ir.Type, list[ir.Value]] = {}
     for op in statistics:
         by_type.setdefault(op.results[0].type, []).append(op.results[0])
     groups = list(by_type.values())
-    packed = [_pack(group, ret.location, at) for group in groups]
-    barrier = ir.Operation.create("stablehlo.optimization_barrier",
-                                  results=[v.type for v in packed], operands=packed,
-                                  loc=ret.location, ip=at)
+    packed = [emit.vector_of(group) for group in groups]
+    barrier = emit.op("stablehlo.optimization_barrier", packed, [v.type for v in packed])
     below: dict[ir.Value, ir.Value] = {}
     for group, vector in zip(groups, barrier.results, strict=True):
-        below.update(zip(group, _unpack(vector, group, ret.location, at), strict=True))
+        below.update((value, emit.element(vector, index)) for index, value in enumerate(group))
     for op in [op.operation for op in block.operations if op.operation in moved]:
         op.move_before(ret)
         for index, operand in enumerate(op.operands):
             if operand in below:
                 op.operands[index] = below[operand]
     return len(statistics)
-
-
-def _pack(values: list[ir.Value], loc: ir.Location, at: ir.InsertionPoint) -> ir.Value:
-    """Rank-0 ``values`` of one type as one vector."""
-    element = values[0].type.element_type
-    one = ir.RankedTensorType.get([1], element)
-    parts = [ir.Operation.create("stablehlo.reshape", results=[one], operands=[v], loc=loc,
-                                 ip=at).results[0] for v in values]
-    if len(parts) == 1:
-        return parts[0]
-    return ir.Operation.create(
-        "stablehlo.concatenate", results=[ir.RankedTensorType.get([len(parts)], element)],
-        operands=parts, attributes={"dimension": ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(64), 0)}, loc=loc, ip=at).results[0]
-
-
-def _unpack(vector: ir.Value, values: list[ir.Value], loc: ir.Location,
-            at: ir.InsertionPoint) -> list[ir.Value]:
-    """The elements of ``vector``, one per value packed into it, as rank-0 values."""
-    out = []
-    for index, value in enumerate(values):
-        part = ir.Operation.create("stablehlo.slice", results=[ir.RankedTensorType.get(
-            [1], value.type.element_type)], operands=[vector], attributes={
-                "start_indices": ir.DenseI64ArrayAttr.get([index]),
-                "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
-                "strides": ir.DenseI64ArrayAttr.get([1])}, loc=loc, ip=at).results[0]
-        out.append(ir.Operation.create("stablehlo.reshape", results=[value.type],
-                                       operands=[part], loc=loc, ip=at).results[0])
-    return out
 
 
 @register("fence-statistics",

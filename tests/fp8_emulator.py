@@ -51,7 +51,7 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from scalify_hlo import module_io
-from scalify_hlo.rewrites.emitter import read_dense
+from scalify_hlo.rewrites.constant_values import read_dense
 from scalify_hlo.signature import ELEMENT_DTYPES
 from scalify_hlo.symbols import entry_function
 

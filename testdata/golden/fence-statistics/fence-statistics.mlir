@@ -4,8 +4,8 @@
 // (the last argument), and the statistic it takes (a max over every dimension) only feeds
 // the exponent handed on (the last result). The statistic goes into one
 // optimization_barrier at the end, packed as a vector, and its arithmetic (rounding to an
-// exponent, the zero case) moves below it, reading a slice of that vector. The data's own
-// exponent arithmetic stays where it is.
+// exponent, the zero case) moves below it, reading its element (a reshape: the vector has
+// one). The data's own exponent arithmetic stays where it is.
 
 // CHECK-LABEL: func.func @handed_on
 // CHECK:         [[G:%.*]] = stablehlo.reshape %arg1
@@ -14,8 +14,7 @@
 // CHECK:         [[DATA:%.*]] = stablehlo.multiply %arg0
 // CHECK-NEXT:    [[P:%.*]] = stablehlo.reshape [[MAX]] : (tensor<f32>) -> tensor<1xf32>
 // CHECK-NEXT:    [[B:%.*]] = stablehlo.optimization_barrier [[P]] : tensor<1xf32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.slice [[B]] [0:1]
-// CHECK-NEXT:    [[M:%.*]] = stablehlo.reshape [[S]] : (tensor<1xf32>) -> tensor<f32>
+// CHECK-NEXT:    [[M:%.*]] = stablehlo.reshape [[B]] : (tensor<1xf32>) -> tensor<f32>
 // CHECK-NEXT:    [[BITS:%.*]] = stablehlo.bitcast_convert [[M]]
 // CHECK-NEXT:    [[E:%.*]] = stablehlo.shift_right_logical [[BITS]]
 // CHECK-NEXT:    [[ZERO:%.*]] = stablehlo.compare EQ, [[M]]
@@ -122,7 +121,7 @@ func.func @not_delayed(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<f32>) {
 // CHECK-NEXT:    [[B:%.*]]:2 = stablehlo.optimization_barrier [[F]], [[I]] : tensor<2xf32>, tensor<1xi32>
 // CHECK-DAG:     stablehlo.slice [[B]]#0 [0:1]
 // CHECK-DAG:     stablehlo.slice [[B]]#0 [1:2]
-// CHECK-DAG:     stablehlo.slice [[B]]#1 [0:1]
+// CHECK-DAG:     stablehlo.reshape [[B]]#1 : (tensor<1xi32>) -> tensor<i32>
 // CHECK:         return
 func.func @two_types(%x: tensor<4x8xf32>, %y: tensor<8xf32>, %e: tensor<4xi32>) -> (tensor<4x8xf32>, tensor<3xi32>) attributes {scalify.delayed_exponents = 3 : i64} {
   %c23 = stablehlo.constant dense<23> : tensor<i32>

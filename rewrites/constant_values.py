@@ -1,0 +1,61 @@
+"""Values of constants read at rewrite time: the splat of a dense attribute, a constant
+behind broadcasts, a dense attribute as numpy. Scale decisions (static exponents, folding)
+read constants; emitting IR is ``emitter``'s job."""
+
+from __future__ import annotations
+
+import numpy as np
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.emitter import defining_op, numpy_dtype
+
+
+def splat_scalar(attr: ir.Attribute) -> float | None:
+    """The single value of a splat float/int dense attribute, without materializing it."""
+    dense = ir.DenseElementsAttr(attr)
+    if not dense.is_splat:
+        return None
+    value = dense.get_splat_value()
+    if isinstance(value, ir.FloatAttr):
+        return float(ir.FloatAttr(value).value)
+    if isinstance(value, ir.IntegerAttr):
+        return float(ir.IntegerAttr(value).value)
+    return None
+
+
+def splat_constant_value(value: ir.Value) -> float | None:
+    """The value of a splat constant, or of a broadcast of one; None otherwise."""
+    op = defining_op(value)
+    if op is None:
+        return None
+    if op.name == "stablehlo.broadcast_in_dim":
+        return splat_constant_value(op.operands[0])
+    if op.name != "stablehlo.constant":
+        return None
+    try:
+        return splat_scalar(op.attributes["value"])
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def distinct_values(attr: ir.Attribute) -> np.ndarray:
+    """The values of a dense attribute, a splat as one element: enough for scale decisions."""
+    scalar = splat_scalar(attr)
+    if scalar is not None:
+        return np.array([scalar], dtype=np.float64)
+    return read_dense(attr).astype(np.float64)
+
+
+def read_dense(attr: ir.Attribute) -> np.ndarray:
+    """The values of a dense elements attribute as a numpy array of the element's dtype."""
+    dense = ir.DenseElementsAttr(attr)
+    shaped = ir.ShapedType(dense.type)
+    dtype = numpy_dtype(shaped.element_type)
+    if dense.is_splat:
+        scalar = np.array(ir.FloatAttr(dense.get_splat_value()).value, dtype=np.float64)
+        return np.full(shaped.shape, scalar.astype(dtype), dtype=dtype)
+    array = np.array(dense)
+    if array.dtype == object or array.dtype != dtype:
+        # bfloat16 comes back as raw storage; read through the attribute's buffer instead.
+        array = np.frombuffer(memoryview(dense), dtype=dtype).reshape(shaped.shape)
+    return array.copy()
