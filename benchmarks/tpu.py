@@ -12,7 +12,10 @@ Per chip (v5e, v6e, tpu7x; one chip each) and policy:
 * bf16 baseline: ``gpt_step(compute_dtype=bf16)`` under plain ``jax.jit``;
 * default policy: ``Policy()`` (f16 data, FP8 dots, rescale at gradients);
 * target policy: ``Policy.for_target(chip)`` (bf16 data; FP8 dots on tpu7x only);
-* on tpu7x also the target policy without FP8 dots, to show what FP8 buys there.
+* on tpu7x also the target policy without FP8 dots, to show what FP8 buys there, and the
+  FP8 floor: the same with each FP8 operand cast as it is (``fp8_scaling="none"``: no
+  amax, no shift), the least an FP8 step of this recipe costs, to show what the operands'
+  scaling costs beside what FP8 itself does.
 
 Estimated cycles are summed over the kernels of one step, loop bodies times their trip
 count where the HLO gives it (the GPT step is unrolled: it has no loop). Targets for the
@@ -107,6 +110,7 @@ def policies(chip: str) -> dict[str, Policy]:
     chosen = {"default policy": Policy(), "target policy": Policy.for_target(chip)}
     if Policy.for_target(chip).fp8_dots:
         chosen["target policy, no FP8"] = Policy.for_target(chip, fp8_dots=False)
+        chosen["FP8 floor"] = Policy.for_target(chip, fp8_scaling="none")
     return chosen
 
 
@@ -241,9 +245,11 @@ def doc_section(result: dict[str, Any]) -> str:
         f"Step: {result['label']} (Adam), one chip each. *bf16 baseline*: "
         "`gpt_step(compute_dtype=bf16)` under `jax.jit`; *default policy*: `Policy()` (f16 "
         "data, FP8 dots); *target policy*: `Policy.for_target(chip)` (bf16 data; FP8 dots on "
-        "tpu7x only). *est. cycles*: XLA's `estimated_cycles` summed over the step's kernels "
-        "(the step is unrolled: no loop to weight). *arguments*, *temporaries*: "
-        "`memory_analysis()`.",
+        "tpu7x only; statistics not grouped); *FP8 floor* (tpu7x): the target policy with "
+        "each FP8 operand cast as it is (`fp8_scaling=\"none\"`: no amax, no shift), the "
+        "least an FP8 step of this recipe costs. *est. cycles*: XLA's `estimated_cycles` "
+        "summed over the step's kernels (the step is unrolled: no loop to weight). "
+        "*arguments*, *temporaries*: `memory_analysis()`.",
         table, "\n".join(checks),
         f"XLA's estimated cycles of one {DOT}x{DOT}x{DOT} dot (f32 / i32 accumulation): FP8 "
         "is faster than bf16 only on tpu7x, which is why only tpu7x gets FP8 dots.",

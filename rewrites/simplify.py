@@ -162,6 +162,10 @@ class Simplify(ModulePass):
         "compiles, more kernels on a GPU); none", PACK_SCALES)
     pack_width: int = option(PACK, "scalars per packed vector (at least 2; XLA:CPU runs a "
                              "wider concatenate as a kernel per scalar, XLA:GPU as one)")
+    group_statistics: bool = option(True, "take a block's statistics together in one row "
+                                    "reduction (group-statistics: two kernels a group on "
+                                    "XLA:GPU; XLA:TPU writes the concatenated rows out, a "
+                                    "copy of every tensor, so TPU targets turn it off)")
 
     def validate(self) -> None:
         check_pack_width(self.pack_width)
@@ -179,7 +183,8 @@ class Simplify(ModulePass):
         context.bump("simplify.transposes-moved", transpose_before_scaling(module, transposes))
         run_mlir_pipeline(module, "canonicalize,cse,symbol-dce" if may_have_dead_symbols(module)
                           else "canonicalize,cse")  # symbol-dce could remove nothing: skipped
-        grouped = group_statistics(module)  # after CSE: a statistic taken twice is one
+        # After CSE: a statistic taken twice is one.
+        grouped = group_statistics(module) if self.group_statistics else 0
         context.bump("simplify.statistics-grouped", grouped)
         if grouped:
             run_mlir_pipeline(module, "cse")

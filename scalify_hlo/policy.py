@@ -106,6 +106,11 @@ class Policy:
         the concatenate of a wider one as a kernel per scalar, XLA:GPU as one kernel, so
         ``for_target`` gives GPUs 64 (the 2-layer GPT on an H100 target, delayed
         statistics: 189 -> 181 kernels) and everything else 8.
+    group_statistics: take the statistics of a block that can be taken at one point in one
+        row reduction (``simplify``'s ``group-statistics``): two kernels a group on XLA:GPU
+        instead of one or two per statistic; XLA:TPU writes the concatenated rows out (a
+        copy of every tensor it reads), so ``for_target`` turns it off on TPUs. Bit-exact
+        for maxima; sums are regrouped (their last bits).
     """
 
     data_dtype: str = "float16"
@@ -128,6 +133,7 @@ class Policy:
     scale_packing: str = "arguments"
     scale_pack_width: int = 8
     statistics: str = "auto"
+    group_statistics: bool = True
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
@@ -191,7 +197,8 @@ class Policy:
         chosen = default_target() if name is None else target(name)
         fields = {"data_dtype": chosen.data_dtype, "fp8_dots": chosen.fp8_dots,
                   "scale_packing": chosen.scale_packing,
-                  "scale_pack_width": chosen.scale_pack_width, "statistics": chosen.statistics}
+                  "scale_pack_width": chosen.scale_pack_width, "statistics": chosen.statistics,
+                  "group_statistics": chosen.group_statistics}
         return cls(**(fields | overrides))
 
     def passes(self) -> list[ModulePass]:
@@ -218,7 +225,8 @@ class Policy:
                                   output_head="fp8" if self.fp8_output_head else "keep",
                                   delayed_statistics=_DELAYED_MODE[self.statistics]))
         passes.append(Simplify(pack_scales=self.scale_packing,
-                               pack_width=self.scale_pack_width))
+                               pack_width=self.scale_pack_width,
+                               group_statistics=self.group_statistics))
         return passes
 
     def pipeline(self) -> str:

@@ -111,6 +111,18 @@ def test_gpu_targets_pack_scales_wider() -> None:
         Policy(scale_pack_width=1)
 
 
+def test_tpu_targets_take_statistics_apart() -> None:
+    """XLA:TPU writes group-statistics' concatenated rows out (a copy of every tensor they
+    read): TPU targets turn grouping off, the other targets keep it."""
+    for name, t in table.TARGETS.items():
+        assert t.group_statistics == (t.platform != "tpu"), name
+    assert Policy.for_target("v6e").pipeline().endswith(",simplify{group-statistics=false}")
+    assert Policy().group_statistics and "group-statistics" not in Policy().pipeline()
+    text = Policy.for_target("tpu7x").pipeline()
+    assert "simplify{group-statistics=false}" in text
+    assert not Policy.for_target("tpu7x", group_statistics=True).pipeline().endswith("}")
+
+
 def test_cpu_target_packs_every_scale_epoch_and_computes_the_same_step() -> None:
     """On XLA:CPU every epoch is packed (faster compiles): the step is bit for bit the
     default policy's, and its module has a pack per epoch, not only the arguments'."""

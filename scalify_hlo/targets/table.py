@@ -40,20 +40,28 @@ class Target:
     # exponents' chains into every fusion, 2.5x the optimized HLO, and on tpu7x the cost
     # model prices them higher, 1.60x the bf16 step's cycles against 1.46x).
     statistics: str = "auto"
+    # Whether simplify takes a block's statistics in one row reduction (Policy.
+    # group_statistics): XLA:GPU runs a group as two kernels; XLA:TPU writes the concatenated
+    # rows out, a copy of every tensor they read (tpu7x, 2-layer GPT, target policy: 902,852
+    # estimated cycles grouped, 850,665 not; benchmarks/tpu.py).
+    group_statistics: bool = True
 
 
 # What every GPU target gets beyond its data type and dots (the fields' comments say why).
 _GPU = {"statistics": "delayed", "scale_pack_width": 64}
+# What every TPU target gets beyond its data type and dots.
+_TPU = {"group_statistics": False}
 _BF16_INT8_MXU = "bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a bf16 one"
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
-    Target("v4", "tpu", "bfloat16", False, "TPU v4: bf16 MXU, no FP8 arithmetic"),
-    Target("v5e", "tpu", "bfloat16", False, f"TPU v5e: {_BF16_INT8_MXU}"),
-    Target("v5p", "tpu", "bfloat16", False, f"TPU v5p: {_BF16_INT8_MXU}"),
-    Target("v6e", "tpu", "bfloat16", False, f"TPU v6e (Trillium): {_BF16_INT8_MXU}"),
+    Target("v4", "tpu", "bfloat16", False, "TPU v4: bf16 MXU, no FP8 arithmetic", **_TPU),
+    Target("v5e", "tpu", "bfloat16", False, f"TPU v5e: {_BF16_INT8_MXU}", **_TPU),
+    Target("v5p", "tpu", "bfloat16", False, f"TPU v5p: {_BF16_INT8_MXU}", **_TPU),
+    Target("v6e", "tpu", "bfloat16", False, f"TPU v6e (Trillium): {_BF16_INT8_MXU}", **_TPU),
     Target("tpu7x", "tpu", "bfloat16", True,
-           "TPU7x (Ironwood): FP8 MXU at twice the bf16 rate"),
-    Target("tpu", "tpu", "bfloat16", False, "a TPU this table does not know: bf16, no FP8"),
+           "TPU7x (Ironwood): FP8 MXU at twice the bf16 rate", **_TPU),
+    Target("tpu", "tpu", "bfloat16", False, "a TPU this table does not know: bf16, no FP8",
+           **_TPU),
     Target("ada", "gpu", "float16", True,
            "NVIDIA Ada (sm_89: L4, L40, RTX 40xx): FP8 tensor cores; XLA emits cuBLASLt FP8 "
            "GEMMs from compute capability 8.9", **_GPU),
