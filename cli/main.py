@@ -146,11 +146,12 @@ def passes() -> None:
 @cli.command()
 def targets() -> None:
     """List the chips --target knows: data type, FP8 dots, statistics in compile_scaled
-    (rewrite --target keeps them current), and why."""
+    (rewrite --target keeps them current) and whether they are grouped, and why."""
     for info in TARGETS.values():
         dots = "FP8 dots" if info.fp8_dots else "no FP8"
+        grouped = "" if info.group_statistics else ", not grouped"
         click.echo(f"{info.name}: {info.platform}, {info.data_dtype} data, {dots}, "
-                   f"{info.statistics} statistics: {info.reason}")
+                   f"{info.statistics} statistics{grouped}: {info.reason}")
 
 
 for _command in [*COMMANDS, *EXPLAIN_COMMANDS, *DEMO_COMMANDS]:

@@ -121,6 +121,11 @@ def test_tpu_targets_take_statistics_apart() -> None:
     text = Policy.for_target("tpu7x").pipeline()
     assert "simplify{group-statistics=false}" in text
     assert not Policy.for_target("tpu7x", group_statistics=True).pipeline().endswith("}")
+    listed = run_cli("targets")
+    assert listed.returncode == 0, listed.stderr
+    lines = {line.partition(":")[0]: line for line in listed.stdout.splitlines()}
+    assert "auto statistics, not grouped:" in lines["v6e"]
+    assert "not grouped" not in lines["h100"] and "not grouped" not in lines["cpu"]
 
 
 def test_cpu_target_packs_every_scale_epoch_and_computes_the_same_step() -> None:
