@@ -195,10 +195,10 @@ class Policy:
         if unknown:
             raise ScalifyError(f"unknown policy field '{unknown[0]}' (use {', '.join(known)})")
         chosen = default_target() if name is None else target(name)
-        fields = {"data_dtype": chosen.data_dtype, "fp8_dots": chosen.fp8_dots,
-                  "scale_packing": chosen.scale_packing,
-                  "scale_pack_width": chosen.scale_pack_width, "statistics": chosen.statistics,
-                  "group_statistics": chosen.group_statistics}
+        # Every choice the target makes is a field of the same name (its name, platform and
+        # reason are not).
+        fields = {f.name: getattr(chosen, f.name) for f in dataclasses.fields(chosen)
+                  if f.name in known}
         return cls(**(fields | overrides))
 
     def passes(self) -> list[ModulePass]:
