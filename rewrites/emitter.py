@@ -379,8 +379,7 @@ class Emitter:
         one of integers (i32 exponents, indices)."""
         types = self.types
         i1 = types.attribute("i1", lambda: ir.IntegerType.get_signless(1))
-        kind = ("SIGNED" if isinstance(ir.ShapedType(a.type).element_type, ir.IntegerType)
-                else "FLOAT")
+        kind = "SIGNED" if isinstance(types.element(a.type), ir.IntegerType) else "FLOAT"
         attributes = {
             "comparison_direction": types.attribute(
                 ("direction", direction),
