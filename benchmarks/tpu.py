@@ -56,6 +56,7 @@ from common import (  # noqa: E402
     format_table,
     gpt_config,
     gpt_label,
+    interleaved,
     load_average,
     load_models,
     markdown_table,
@@ -190,18 +191,16 @@ def single_chip(args: argparse.Namespace, models: Any) -> list[dict[str, Any]]:
 
 def compile_rounds(modules: dict[str, str], chip: str, rounds: int
                    ) -> dict[str, tuple[TargetCompileResult, list[float]]]:
-    """Each module compiled ``rounds`` times, in alternation (the order reversed every
-    other round): its first result and every compile's seconds. The estimates and counts
-    are the same each time; only the compile's wall clock varies with the machine's load."""
-    results: dict[str, TargetCompileResult] = {}
-    seconds: dict[str, list[float]] = {name: [] for name in modules}
-    names = list(modules)
-    for index in range(rounds):
-        for name in names if index % 2 == 0 else reversed(names):
-            result = tpu.compile_module(modules[name], chip)
-            results.setdefault(name, result)
-            seconds[name].append(result.compile_s)
-    return {name: (results[name], seconds[name]) for name in names}
+    """Each module compiled ``rounds`` times in alternation (``common.interleaved``): its
+    first result and every compile's seconds (XLA's compile alone, not the parse that
+    ``interleaved``'s own clock also counts). The estimates and counts are the same each
+    time; only the compile's wall clock varies with the machine's load."""
+    runs: dict[str, list[TargetCompileResult]] = {name: [] for name in modules}
+    interleaved({name: lambda name=name: runs[name].append(tpu.compile_module(modules[name],
+                                                                              chip))
+                 for name in modules}, rounds, warmup=0)
+    return {name: (results[0], [r.compile_s for r in results])
+            for name, results in runs.items()}
 
 
 def shardings(tree: Any, mesh: Any, fsdp: bool) -> Any:
