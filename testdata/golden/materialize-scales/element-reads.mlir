@@ -13,7 +13,8 @@
 // CHECK-NEXT:    [[S:%.*]] = stablehlo.reshape [[E]] : (tensor<1xi32>) -> tensor<i32>
 // CHECK:         [[V:%.*]] = stablehlo.concatenate
 // CHECK-NEXT:    [[B:%.*]] = stablehlo.optimization_barrier [[V]] : tensor<2xi32>
-// CHECK:         stablehlo.slice [[B]] [0:1]
+// CHECK-NEXT:    [[BF:%.*]] = stablehlo.bitcast_convert [[B]] : (tensor<2xi32>) -> tensor<2xf32>
+// CHECK:         stablehlo.slice [[BF]] [0:1]
 // CHECK:         stablehlo.multiply %arg0
 // CHECK:         return
 // ALL-LABEL:   func.func public @delayed_exponent
@@ -42,18 +43,18 @@ func.func public @delayed_exponent(%arg0: tensor<4xf32>, %arg1: tensor<3xi32>) -
 // CHECK-LABEL: func.func public @own_buffers
 // CHECK:         [[F:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK:         [[B:%.*]] = stablehlo.optimization_barrier
-// CHECK:         [[S:%.*]] = stablehlo.slice [[B]] [0:1]
-// CHECK:         [[R:%.*]] = stablehlo.reshape [[S]]
-// CHECK:         [[P:%.*]] = stablehlo.bitcast_convert [[R]] : (tensor<i32>) -> tensor<f32>
+// CHECK:         [[BF:%.*]] = stablehlo.bitcast_convert [[B]] : (tensor<2xi32>) -> tensor<2xf32>
+// CHECK:         [[S:%.*]] = stablehlo.slice [[BF]] [0:1]
+// CHECK:         [[P:%.*]] = stablehlo.reshape [[S]] : (tensor<1xf32>) -> tensor<f32>
 // CHECK:         [[D:%.*]] = stablehlo.dot_general
 // CHECK:         [[FB:%.*]] = stablehlo.broadcast_in_dim [[F]]
 // CHECK:         stablehlo.multiply [[D]], [[FB]]
 // CHECK:         return {{%.*}}, [[P]]
 // ALL-LABEL:   func.func public @own_buffers
 // ALL:           [[B:%.*]] = stablehlo.optimization_barrier
-// ALL:           [[S:%.*]] = stablehlo.slice [[B]] [0:1]
-// ALL:           [[R:%.*]] = stablehlo.reshape [[S]]
-// ALL:           [[F:%.*]] = stablehlo.bitcast_convert [[R]] : (tensor<i32>) -> tensor<f32>
+// ALL:           [[BF:%.*]] = stablehlo.bitcast_convert [[B]] : (tensor<2xi32>) -> tensor<2xf32>
+// ALL:           [[S:%.*]] = stablehlo.slice [[BF]] [0:1]
+// ALL:           [[F:%.*]] = stablehlo.reshape [[S]] : (tensor<1xf32>) -> tensor<f32>
 // ALL:           stablehlo.broadcast_in_dim [[F]]
 // ALL:           return {{%.*}}, [[F]]
 func.func public @own_buffers(%arg0: tensor<4x8xf8E4M3FN>, %arg1: tensor<8x4xf8E4M3FN>, %arg2: tensor<i32>) -> (tensor<4x4xf32>, tensor<f32>) {
