@@ -327,21 +327,23 @@ def _packable(value: ir.Value) -> bool:
     return isinstance(element, ir.IntegerType) and element.width in (1, 32)
 
 
-def _not_returned(value: ir.Value) -> bool:
-    """Sort key that puts the values a function returns first in its epoch's pack: XLA:GPU
-    writes the returned elements of one vector in one kernel, but each vector's in another
-    (the 1-layer GPT's delayed step on an H100: 3 kernels for its returned scales, 1
-    when they are together)."""
-    return not any(use.owner.operation.name == "func.return" for use in value.uses)
+def _returned(value: ir.Value) -> bool:
+    """Whether the function returns ``value``. Returned values go first in their epoch's
+    pack: XLA:GPU writes the returned elements of one vector in one kernel, but each
+    vector's in another (the 1-layer GPT's delayed step on an H100: 3 kernels for its
+    returned scales, 1 when they are together)."""
+    return any(use.owner.operation.name == "func.return" for use in value.uses)
 
 
 def _pack(emit: Emitter, values: list[ir.Value], width: int = PACK) -> list[ir.Value]:
     """``values`` as i32 vectors of at most ``width`` behind one barrier, taken back as
     scalars (static slices). A vector has at least two elements: XLA folds the slice of a
-    one-element one back into its scalar. f32 elements are sliced from one f32 view of the
-    vector, not each bitcast after its slice: XLA:GPU fuses the view into the slices and
+    one-element one back into its scalar. A returned f32 is sliced from one f32 view of
+    the vector, not bitcast after its slice: XLA:GPU fuses the view into the slices and
     writes a vector's returned scales in one kernel, where a bare slice behind the barrier
-    is a kernel of its own (the 1-layer GPT's delayed step on an H100: 111 -> 93 kernels)."""
+    is a kernel of its own (the 1-layer GPT's delayed step on an H100: 111 -> 93 kernels).
+    Other users keep the bitcast after the slice: XLA:TPU runs a view of a vector read
+    inside its kernels as a kernel of its own (the 2-layer GPT on v6e: +6% cycles)."""
     chunks = [list(range(start, min(start + width, len(values))))
               for start in range(0, len(values), width)]
     vectors = []
@@ -354,7 +356,7 @@ def _pack(emit: Emitter, values: list[ir.Value], width: int = PACK) -> list[ir.V
         as_f32: ir.Value | None = None  # the vector's bits as f32, made at the first f32 read
         for index, position in enumerate(chunk):
             t = values[position].type
-            if t.element_type != emit.types.f32:
+            if t.element_type != emit.types.f32 or not _returned(values[position]):
                 taken[position] = _from_i32(emit, emit.element(vector, index), t)
                 continue
             if as_f32 is None:
@@ -402,7 +404,7 @@ def materialize_block(block: ir.Block, arguments_only: bool = False, width: int 
         return 0
     packed = 0
     for root, values in sorted(boundary.items()):
-        values.sort(key=_not_returned)
+        values.sort(key=lambda value: not _returned(value))
         # Collected before the pack exists: its reshapes use the scalars themselves, and
         # so do the chain ops (they run in the pack's kernel).
         uses = [[(use.owner.operation, use.operand_number) for use in value.uses

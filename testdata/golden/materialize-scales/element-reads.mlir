@@ -13,8 +13,7 @@
 // CHECK-NEXT:    [[S:%.*]] = stablehlo.reshape [[E]] : (tensor<1xi32>) -> tensor<i32>
 // CHECK:         [[V:%.*]] = stablehlo.concatenate
 // CHECK-NEXT:    [[B:%.*]] = stablehlo.optimization_barrier [[V]] : tensor<2xi32>
-// CHECK-NEXT:    [[BF:%.*]] = stablehlo.bitcast_convert [[B]] : (tensor<2xi32>) -> tensor<2xf32>
-// CHECK:         stablehlo.slice [[BF]] [0:1]
+// CHECK:         stablehlo.slice [[B]] [0:1]
 // CHECK:         stablehlo.multiply %arg0
 // CHECK:         return
 // ALL-LABEL:   func.func public @delayed_exponent

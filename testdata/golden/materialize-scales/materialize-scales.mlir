@@ -20,9 +20,9 @@
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.reshape [[I]] : (tensor<i32>) -> tensor<1xi32>
 // CHECK-NEXT:    [[V:%.*]] = stablehlo.concatenate [[R]], [[R]], dim = 0
 // CHECK-NEXT:    [[P:%.*]] = stablehlo.optimization_barrier [[V]] : tensor<2xi32>
-// CHECK-NEXT:    [[PF:%.*]] = stablehlo.bitcast_convert [[P]] : (tensor<2xi32>) -> tensor<2xf32>
-// CHECK-NEXT:    [[E:%.*]] = stablehlo.slice [[PF]] [0:1]
-// CHECK-NEXT:    [[G:%.*]] = stablehlo.reshape [[E]] : (tensor<1xf32>) -> tensor<f32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.slice [[P]] [0:1]
+// CHECK-NEXT:    [[X:%.*]] = stablehlo.reshape [[E]] : (tensor<1xi32>) -> tensor<i32>
+// CHECK-NEXT:    [[G:%.*]] = stablehlo.bitcast_convert [[X]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    stablehlo.negate
 // CHECK-NEXT:    [[FB:%.*]] = stablehlo.broadcast_in_dim [[G]], dims = []
 // CHECK-NEXT:    stablehlo.multiply %arg0, [[FB]]
@@ -72,13 +72,13 @@ func.func public @lone(%arg0: tensor<4xf32>, %arg1: tensor<f32>) -> tensor<4xf32
 // CHECK-NEXT:    [[RA:%.*]] = stablehlo.reduce_precision [[A]]
 // CHECK-NEXT:    [[IA:%.*]] = stablehlo.negate [[RA]]
 // CHECK:         stablehlo.optimization_barrier
-// CHECK:         [[FA:%.*]] = stablehlo.reshape {{%.*}} : (tensor<1xf32>) -> tensor<f32>
+// CHECK:         [[FA:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    stablehlo.multiply %arg0, %arg0
 // CHECK-NEXT:    [[B:%.*]] = stablehlo.reduce
 // CHECK-NEXT:    [[RB:%.*]] = stablehlo.reduce_precision [[B]]
 // CHECK-NEXT:    stablehlo.multiply [[RB]], [[IA]]
 // CHECK:         stablehlo.optimization_barrier
-// CHECK:         [[FB:%.*]] = stablehlo.reshape {{%.*}} : (tensor<1xf32>) -> tensor<f32>
+// CHECK:         [[FB:%.*]] = stablehlo.bitcast_convert {{%.*}} : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    stablehlo.broadcast_in_dim [[FA]]
 // CHECK-NEXT:    stablehlo.broadcast_in_dim [[FB]]
 func.func public @two_epochs(%arg0: tensor<4xf32>) -> tensor<4xf32> {
@@ -100,17 +100,19 @@ func.func public @two_epochs(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// A returned scale goes first in its epoch's pack, whatever its place in the block, and an
-// f32 is read from one f32 view of the vector: XLA:GPU then writes the returned scales in
-// one kernel (a vector's slices fused with the view), not a kernel per slice.
+// A returned scale goes first in its epoch's pack, whatever its place in the block, and is
+// read from one f32 view of the vector: XLA:GPU then writes the returned scales in one
+// kernel (a vector's slices fused with the view), not a kernel per slice. Other users read
+// an element bitcast after its slice (XLA:TPU runs a view as a kernel of its own).
 
 // CHECK-LABEL: func.func public @returned_first
 // CHECK:         [[P:%.*]] = stablehlo.optimization_barrier {{%.*}} : tensor<2xi32>
 // CHECK-NEXT:    [[PF:%.*]] = stablehlo.bitcast_convert [[P]] : (tensor<2xi32>) -> tensor<2xf32>
 // CHECK-NEXT:    [[E0:%.*]] = stablehlo.slice [[PF]] [0:1]
 // CHECK-NEXT:    [[R:%.*]] = stablehlo.reshape [[E0]] : (tensor<1xf32>) -> tensor<f32>
-// CHECK-NEXT:    [[E1:%.*]] = stablehlo.slice [[PF]] [1:2]
-// CHECK-NEXT:    [[F:%.*]] = stablehlo.reshape [[E1]] : (tensor<1xf32>) -> tensor<f32>
+// CHECK-NEXT:    [[E1:%.*]] = stablehlo.slice [[P]] [1:2]
+// CHECK-NEXT:    [[X:%.*]] = stablehlo.reshape [[E1]] : (tensor<1xi32>) -> tensor<i32>
+// CHECK-NEXT:    [[F:%.*]] = stablehlo.bitcast_convert [[X]] : (tensor<i32>) -> tensor<f32>
 // CHECK:         [[FB:%.*]] = stablehlo.broadcast_in_dim [[F]], dims = []
 // CHECK:         return {{%.*}}, [[R]]
 func.func public @returned_first(%arg0: tensor<4xf32>, %arg1: tensor<i32>) -> (tensor<4xf32>, tensor<f32>) {
