@@ -39,16 +39,12 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.errors import PipelineError
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
+from scalify_hlo.rewrites.scale_packs import PACK, check_pack_width, pack_scalars, packable
 from scalify_hlo.symbols import partition_count
 
-# Scalars per packed vector by default (the pass's ``pack-width``; see loop_scales.PACK:
-# XLA:CPU runs a concatenate of more operands as a kernel per operand). XLA:GPU runs one of up
-# to about 80 scalars as one kernel (group_statistics.GROUP), so GPU targets pack wider.
-PACK = 8
 _NO_ROOT = -1  # the chain depends on block arguments, outer values and constants only
 # Which epochs the pass packs (its ``epochs`` option).
 EPOCHS = ("all", "arguments")
@@ -242,7 +238,7 @@ class _Epochs:
         for result, root in self.root.items():
             if arguments_only and root != _NO_ROOT:
                 continue
-            if self.cost[result] < 2 or not _packable(result):
+            if self.cost[result] < 2 or not packable(result):
                 continue
             if any(self.user_root(use.owner.operation) is None
                    and not (own_buffers and _wants_a_buffer(use.owner.operation))
@@ -281,97 +277,6 @@ def _wants_a_buffer(user: ir.Operation) -> bool:
     return True
 
 
-def _as_i32(emit: Emitter, value: ir.Value) -> ir.Value:
-    """A scalar as an i32 for the epoch's vector: a float by its bits (exact, and an integer
-    is never flushed as a subnormal would be; a 16-bit float's bits widened as an i16), a
-    predicate as 0 or 1."""
-    element = value.type.element_type
-    i32 = emit.types.scalar_i32
-    if element == emit.types.i32:
-        return value
-    if element == emit.types.f32:
-        return emit.unary("stablehlo.bitcast_convert", value, i32)
-    if isinstance(element, _HALF_FLOATS):
-        bits = emit.unary("stablehlo.bitcast_convert", value, _scalar_i16())
-        return emit.unary("stablehlo.convert", bits, i32)
-    return emit.unary("stablehlo.convert", value, i32)
-
-
-def _from_i32(emit: Emitter, value: ir.Value, t: ir.Type) -> ir.Value:
-    element = t.element_type
-    if element == emit.types.i32:
-        return value
-    if element == emit.types.f32:
-        return emit.unary("stablehlo.bitcast_convert", value, t)
-    if isinstance(element, _HALF_FLOATS):
-        bits = emit.unary("stablehlo.convert", value, _scalar_i16())
-        return emit.unary("stablehlo.bitcast_convert", bits, t)
-    return emit.unary("stablehlo.convert", value, t)
-
-
-_HALF_FLOATS = (ir.F16Type, ir.BF16Type)
-
-
-def _scalar_i16() -> ir.RankedTensorType:
-    return ir.RankedTensorType.get([], ir.IntegerType.get_signless(16))
-
-
-def _packable(value: ir.Value) -> bool:
-    """i32, f32, f16, bf16 and i1 scalars: what an i32 vector holds exactly (an FP8 operand's
-    shift is a factor in the data's own type)."""
-    if value.type.rank != 0:  # an element read, tensor<1xT>: its reshape is packed instead
-        return False
-    element = value.type.element_type
-    if isinstance(element, (ir.F32Type, *_HALF_FLOATS)):
-        return True
-    return isinstance(element, ir.IntegerType) and element.width in (1, 32)
-
-
-def _returned(value: ir.Value) -> bool:
-    """Whether the function returns ``value``. Returned values go first in their epoch's
-    pack: XLA:GPU writes the returned elements of one vector in one kernel, but each
-    vector's in another (the 1-layer GPT's delayed step on an H100: 3 kernels for its
-    returned scales, 1 when they are together)."""
-    return any(use.owner.operation.name == "func.return" for use in value.uses)
-
-
-def _pack(emit: Emitter, values: list[ir.Value], width: int = PACK) -> list[ir.Value]:
-    """``values`` as i32 vectors of at most ``width`` behind one barrier, taken back as
-    scalars (static slices). A vector has at least two elements: XLA folds the slice of a
-    one-element one back into its scalar. A returned f32 is sliced from one f32 view of
-    the vector, not bitcast after its slice: XLA:GPU fuses the view into the slices and
-    writes a vector's returned scales in one kernel, where a bare slice behind the barrier
-    is a kernel of its own (the 1-layer GPT's delayed step on an H100: 111 -> 93 kernels).
-    Other users keep the bitcast after the slice: XLA:TPU runs a view of a vector read
-    inside its kernels as a kernel of its own (the 2-layer GPT on v6e: +6% cycles)."""
-    chunks = [list(range(start, min(start + width, len(values))))
-              for start in range(0, len(values), width)]
-    vectors = []
-    for chunk in chunks:
-        vectors.append(emit.vector_of([_as_i32(emit, values[p]) for p in chunk],
-                                      at_least_two=True))
-    barrier = emit.op("stablehlo.optimization_barrier", vectors, [v.type for v in vectors])
-    taken: list[ir.Value] = list(values)
-    for vector, chunk in zip(barrier.results, chunks, strict=True):
-        as_f32: ir.Value | None = None  # the vector's bits as f32, made at the first f32 read
-        for index, position in enumerate(chunk):
-            t = values[position].type
-            if t.element_type != emit.types.f32 or not _returned(values[position]):
-                taken[position] = _from_i32(emit, emit.element(vector, index), t)
-                continue
-            if as_f32 is None:
-                as_f32 = emit.unary("stablehlo.bitcast_convert", vector, ir.RankedTensorType.get(
-                    ir.RankedTensorType(vector.type).shape, emit.types.f32))
-            taken[position] = emit.element(as_f32, index)
-    return taken
-
-
-def check_pack_width(width: int) -> None:
-    """A pack holds at least two scalars (see ``_pack``)."""
-    if width < 2:
-        raise PipelineError(f"pack-width must be at least 2, not {width}")
-
-
 def move_to_epochs(block: ir.Block, users: bool = False, element_reads: bool = True
                    ) -> tuple[_Epochs, dict[int, ir.Operation]]:
     """Move the block's chain ops up to their epochs (just after their roots), so that a
@@ -404,7 +309,6 @@ def materialize_block(block: ir.Block, arguments_only: bool = False, width: int 
         return 0
     packed = 0
     for root, values in sorted(boundary.items()):
-        values.sort(key=lambda value: not _returned(value))
         # Collected before the pack exists: its reshapes use the scalars themselves, and
         # so do the chain ops (they run in the pack's kernel).
         uses = [[(use.owner.operation, use.operand_number) for use in value.uses
@@ -412,7 +316,7 @@ def materialize_block(block: ir.Block, arguments_only: bool = False, width: int 
                  and not (own_buffers and _wants_a_buffer(use.owner.operation))]
                 for value in values]
         anchor = anchors[root]
-        taken = _pack(Emitter(ir.InsertionPoint(anchor), anchor.location), values, width)
+        taken = pack_scalars(Emitter(ir.InsertionPoint(anchor), anchor.location), values, width)
         for value_uses, slice_value in zip(uses, taken, strict=True):
             for owner, number in value_uses:
                 owner.operands[number] = slice_value

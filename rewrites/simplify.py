@@ -22,7 +22,8 @@ from scalify_hlo.rewrites.inline import may_have_dead_symbols
 from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
-from scalify_hlo.rewrites.scale_epochs import EPOCHS, PACK, check_pack_width, materialize_scales
+from scalify_hlo.rewrites.scale_epochs import EPOCHS, materialize_scales
+from scalify_hlo.rewrites.scale_packs import PACK, check_pack_width
 from scalify_hlo.rewrites.statistics_fence import fence_delayed_statistics
 
 # What simplify packs last (its ``pack-scales`` option, Policy.scale_packing): the epochs
