@@ -391,15 +391,15 @@ class Emitter:
         return self.op("stablehlo.compare", [a, b], [types.with_element_type(a.type, i1)],
                        attributes).result
 
-    def vector_of(self, scalars: Sequence[ir.Value], at_least_two: bool = False,
-                  length: int = 0) -> ir.Value:
+    def vector_of(self, scalars: Sequence[ir.Value], at_least_two: bool = False) -> ir.Value:
         """Rank-0 values of one element type as one vector; a lone one as ``tensor<1xT>``, or
         taken twice with ``at_least_two`` (XLA folds a slice of a vector of one back into its
-        scalar); padded to ``length`` with the last one."""
+        scalar)."""
         element = ir.RankedTensorType(scalars[0].type).element_type
         one = ir.RankedTensorType.get([1], element)
         parts = [self.unary("stablehlo.reshape", s, one) for s in scalars]
-        parts += parts[-1:] * (max(length, 2 if at_least_two else 1) - len(parts))
+        if len(parts) == 1 and at_least_two:
+            parts.append(parts[0])
         if len(parts) == 1:
             return parts[0]
         dimension = self.types.attribute(

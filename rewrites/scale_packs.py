@@ -72,22 +72,20 @@ def _returned(value: ir.Value) -> bool:
 
 def pack_scalars(emit: Emitter, values: list[ir.Value], width: int = PACK) -> list[ir.Value]:
     """``values`` as i32 vectors of at most ``width`` behind one barrier, taken back as
-    scalars (static slices). Each vector has at least two elements (XLA folds the slice of
-    one of one back into its scalar), and all have one length, the last padded with its last
-    element (XLA:GPU builds vectors of one shape in one kernel, a shorter one in another).
-    A returned f32 is sliced from one f32 view of its vector, not bitcast after its slice:
-    XLA:GPU fuses the view into the slices and writes a vector's returned scales in one
-    kernel, where a bare slice behind the barrier is a kernel of its own. Other users keep
-    the bitcast after the slice (XLA:TPU runs a view read inside its kernels as a kernel of
-    its own: +6% cycles on the 2-layer GPT on v6e). On the 1-layer GPT's delayed step for
-    an H100, these were 111 -> 93 (view) -> 90 (one length) kernels."""
-    length = -(-len(values) // -(-len(values) // width))  # as many vectors, balanced
+    scalars (static slices), the returned values first. A vector has at least two elements
+    (XLA folds the slice of one of one back into its scalar). A returned f32 is sliced from
+    one f32 view of its vector, not bitcast after its slice: XLA:GPU fuses the view into
+    the slices and writes a vector's returned scales in one kernel, where a bare slice
+    behind the barrier is a kernel of its own (the 1-layer GPT's delayed step for an H100:
+    111 -> 93 kernels). Other users keep the bitcast after the slice (XLA:TPU runs a view
+    read inside its kernels as a kernel of its own: +6% cycles on the 2-layer GPT on v6e).
+    Vectors of one length (the last padded) saved XLA:GPU a kernel on the 1-layer GPT and
+    cost it 9 on GPT-2-small (its scalars for the FP8 GEMMs, fused with the pack's kernel
+    or not, by the packs' shapes): not taken."""
     order = sorted(range(len(values)), key=lambda position: not _returned(values[position]))
-    chunks = [order[start:start + length] for start in range(0, len(order), length)]
-    vectors = []
-    for chunk in chunks:
-        vectors.append(emit.vector_of([_as_i32(emit, values[p]) for p in chunk],
-                                      at_least_two=True, length=length))  # one shape
+    chunks = [order[start:start + width] for start in range(0, len(order), width)]
+    vectors = [emit.vector_of([_as_i32(emit, values[p]) for p in chunk], at_least_two=True)
+               for chunk in chunks]
     barrier = emit.op("stablehlo.optimization_barrier", vectors, [v.type for v in vectors])
     taken: list[ir.Value] = list(values)
     for vector, chunk in zip(barrier.results, chunks, strict=True):

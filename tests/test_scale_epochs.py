@@ -97,37 +97,3 @@ def test_a_delayed_step_packs_its_exponents_and_keeps_its_numbers() -> None:
     exponents = rng.integers(-20, 20, specs[-1].shape).astype(np.int32)
     _same_outputs(unpacked, packed, [*inputs, exponents])
 
-
-def _factors_module(count: int) -> str:
-    """``count`` argument-epoch factors ``2^(2 a_i)``, each scaling ``x`` in a result."""
-    lines, results = [], []
-    for i in range(count):
-        lines += [f"%x{i} = stablehlo.add %arg{i + 1}, %arg{i + 1} : tensor<i32>",
-                  f"%s{i} = stablehlo.shift_left %x{i}, %c23 : tensor<i32>",
-                  f"%f{i} = stablehlo.bitcast_convert %s{i} : (tensor<i32>) -> tensor<f32>",
-                  f"%b{i} = stablehlo.broadcast_in_dim %f{i}, dims = [] "
-                  ": (tensor<f32>) -> tensor<4xf32>",
-                  f"%m{i} = stablehlo.multiply %arg0, %b{i} : tensor<4xf32>"]
-        results.append(f"%m{i}")
-    arguments = ", ".join(f"%arg{i + 1}: tensor<i32>" for i in range(count))
-    types = ", ".join(["tensor<4xf32>"] * count)
-    body = "\n    ".join(lines)
-    return (f"func.func public @main(%arg0: tensor<4xf32>, {arguments}) -> ({types}) {{\n"
-            f"    %c23 = stablehlo.constant dense<23> : tensor<i32>\n    {body}\n"
-            f"    return {', '.join(results)} : {types}\n}}\n")
-
-
-@pytest.mark.parametrize(("count", "width", "lengths"),
-                         [(5, 4, [3, 3]), (9, 4, [3, 3, 3]), (3, 8, [3]), (1, 8, [2])])
-def test_packs_are_balanced_to_one_length(count: int, width: int, lengths: list[int]) -> None:
-    """As many vectors as ``pack-width`` needs, all of one length (the last padded with its
-    last element): XLA:GPU builds vectors of one shape in one kernel. Same numbers."""
-    original = _factors_module(count)
-    packed = rewrite_text(original, f"materialize-scales{{epochs=arguments pack-width={width}}}")
-    barrier = re.search(r"optimization_barrier .* : (.*)", packed)
-    assert barrier, packed
-    assert re.findall(r"tensor<(\d+)xi32>", barrier.group(1)) == [str(n) for n in lengths]
-    rng = np.random.default_rng(count)
-    inputs = [rng.standard_normal(4).astype(np.float32),
-              *(np.int32(v) for v in rng.integers(-10, 10, count))]
-    _same_outputs(original, packed, inputs)
