@@ -77,8 +77,10 @@ def pack_scalars(emit: Emitter, values: list[ir.Value], width: int = PACK) -> li
     one f32 view of its vector, not bitcast after its slice: XLA:GPU fuses the view into
     the slices and writes a vector's returned scales in one kernel, where a bare slice
     behind the barrier is a kernel of its own (the 1-layer GPT's delayed step for an H100:
-    111 -> 93 kernels). Other users keep the bitcast after the slice (XLA:TPU runs a view
-    read inside its kernels as a kernel of its own: +6% cycles on the 2-layer GPT on v6e).
+    111 -> 92 kernels), and the vector's other returned values join them (Adam's count: 91).
+    Other users keep the bitcast after the slice, and a vector without a returned f32 gets
+    no view: XLA:TPU runs a view as a kernel of its own (+6% cycles on the 2-layer GPT on
+    v6e with every f32 read through one, +0.4% with a view for Adam's count alone).
     Vectors of one length (the last padded) saved XLA:GPU a kernel on the 1-layer GPT and
     cost it 9 on GPT-2-small (its scalars for the FP8 GEMMs, fused with the pack's kernel
     or not, by the packs' shapes): not taken."""
@@ -89,16 +91,22 @@ def pack_scalars(emit: Emitter, values: list[ir.Value], width: int = PACK) -> li
     barrier = emit.op("stablehlo.optimization_barrier", vectors, [v.type for v in vectors])
     taken: list[ir.Value] = list(values)
     for vector, chunk in zip(barrier.results, chunks, strict=True):
-        as_f32: ir.Value | None = None  # the vector's bits as f32, made at the first f32 read
+        returned = [_returned(values[position]) for position in chunk]
+        as_f32 = None  # the vector's bits as f32, where it holds a returned f32
+        if any(r and values[p].type.element_type == emit.types.f32
+               for p, r in zip(chunk, returned, strict=True)):
+            as_f32 = emit.unary("stablehlo.bitcast_convert", vector, ir.RankedTensorType.get(
+                ir.RankedTensorType(vector.type).shape, emit.types.f32))
         for index, position in enumerate(chunk):
             t = values[position].type
-            if t.element_type != emit.types.f32 or not _returned(values[position]):
+            if as_f32 is None or not returned[index]:
                 taken[position] = _from_i32(emit, emit.element(vector, index), t)
                 continue
-            if as_f32 is None:
-                as_f32 = emit.unary("stablehlo.bitcast_convert", vector, ir.RankedTensorType.get(
-                    ir.RankedTensorType(vector.type).shape, emit.types.f32))
-            taken[position] = emit.element(as_f32, index)
+            element = emit.element(as_f32, index)
+            if t.element_type != emit.types.f32:  # back to its bits, in the same kernel
+                element = _from_i32(emit, emit.unary("stablehlo.bitcast_convert", element,
+                                                     emit.types.scalar_i32), t)
+            taken[position] = element
     return taken
 
 

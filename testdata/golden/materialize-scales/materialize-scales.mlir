@@ -127,3 +127,42 @@ func.func public @returned_first(%arg0: tensor<4xf32>, %arg1: tensor<i32>) -> (t
   %m = stablehlo.multiply %arg0, %fb : tensor<4xf32>
   return %m, %r : tensor<4xf32>, tensor<f32>
 }
+
+// -----
+
+// An integer the step returns (Adam's count, say) shares the view of a vector that holds a
+// returned f32, bitcast back to its bits: XLA:GPU writes it in the same kernel. A vector
+// with no returned f32 gets no view for it (XLA:TPU would run the view as a kernel).
+
+// CHECK-LABEL: func.func public @returned_integer
+// CHECK:         [[P:%.*]] = stablehlo.optimization_barrier {{%.*}} : tensor<2xi32>
+// CHECK-NEXT:    [[PF:%.*]] = stablehlo.bitcast_convert [[P]] : (tensor<2xi32>) -> tensor<2xf32>
+// CHECK-NEXT:    [[E0:%.*]] = stablehlo.slice [[PF]] [0:1]
+// CHECK-NEXT:    [[R:%.*]] = stablehlo.reshape [[E0]] : (tensor<1xf32>) -> tensor<f32>
+// CHECK-NEXT:    [[E1:%.*]] = stablehlo.slice [[PF]] [1:2]
+// CHECK-NEXT:    [[X:%.*]] = stablehlo.reshape [[E1]] : (tensor<1xf32>) -> tensor<f32>
+// CHECK-NEXT:    [[K:%.*]] = stablehlo.bitcast_convert [[X]] : (tensor<f32>) -> tensor<i32>
+// CHECK:         return [[R]], [[K]]
+func.func public @returned_integer(%arg0: tensor<i32>) -> (tensor<f32>, tensor<i32>) {
+  %c23 = stablehlo.constant dense<23> : tensor<i32>
+  %a = stablehlo.add %arg0, %arg0 : tensor<i32>
+  %bits = stablehlo.shift_left %a, %c23 : tensor<i32>
+  %r = stablehlo.bitcast_convert %bits : (tensor<i32>) -> tensor<f32>
+  %k1 = stablehlo.multiply %arg0, %arg0 : tensor<i32>
+  %k = stablehlo.add %k1, %c23 : tensor<i32>
+  return %r, %k : tensor<f32>, tensor<i32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func public @returned_integer_alone
+// CHECK:         [[P:%.*]] = stablehlo.optimization_barrier {{%.*}} : tensor<2xi32>
+// CHECK-NEXT:    stablehlo.slice [[P]] [0:1]
+// CHECK-NOT:     stablehlo.bitcast_convert
+// CHECK:         return
+func.func public @returned_integer_alone(%arg0: tensor<i32>) -> tensor<i32> {
+  %c23 = stablehlo.constant dense<23> : tensor<i32>
+  %k1 = stablehlo.multiply %arg0, %arg0 : tensor<i32>
+  %k = stablehlo.add %k1, %c23 : tensor<i32>
+  return %k : tensor<i32>
+}
