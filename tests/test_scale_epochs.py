@@ -96,4 +96,3 @@ def test_a_delayed_step_packs_its_exponents_and_keeps_its_numbers() -> None:
               for x, spec in zip(inputs, specs[:-1], strict=True)]
     exponents = rng.integers(-20, 20, specs[-1].shape).astype(np.int32)
     _same_outputs(unpacked, packed, [*inputs, exponents])
-
