@@ -84,22 +84,21 @@ def pack_scalars(emit: Emitter, values: list[ir.Value], width: int = PACK) -> li
     Vectors of one length (the last padded) saved XLA:GPU a kernel on the 1-layer GPT and
     cost it 9 on GPT-2-small (its scalars for the FP8 GEMMs, fused with the pack's kernel
     or not, by the packs' shapes): not taken."""
-    order = sorted(range(len(values)), key=lambda position: not _returned(values[position]))
+    returned = [_returned(value) for value in values]  # each value's uses walked once
+    order = sorted(range(len(values)), key=lambda position: not returned[position])
     chunks = [order[start:start + width] for start in range(0, len(order), width)]
     vectors = [emit.vector_of([_as_i32(emit, values[p]) for p in chunk], at_least_two=True)
                for chunk in chunks]
     barrier = emit.op("stablehlo.optimization_barrier", vectors, [v.type for v in vectors])
     taken: list[ir.Value] = list(values)
     for vector, chunk in zip(barrier.results, chunks, strict=True):
-        returned = [_returned(values[position]) for position in chunk]
         as_f32 = None  # the vector's bits as f32, where it holds a returned f32
-        if any(r and values[p].type.element_type == emit.types.f32
-               for p, r in zip(chunk, returned, strict=True)):
+        if any(returned[p] and values[p].type.element_type == emit.types.f32 for p in chunk):
             as_f32 = emit.unary("stablehlo.bitcast_convert", vector, ir.RankedTensorType.get(
                 ir.RankedTensorType(vector.type).shape, emit.types.f32))
         for index, position in enumerate(chunk):
             t = values[position].type
-            if as_f32 is None or not returned[index]:
+            if as_f32 is None or not returned[position]:
                 taken[position] = _from_i32(emit, emit.element(vector, index), t)
                 continue
             element = emit.element(as_f32, index)
