@@ -20,8 +20,10 @@ I1128 05:27:24.186301   9 hlo_pass_pipeline.cc:176] HLO pass: priority-fusion ti
 I1128 05:27:30.000000   7 hlo_pass_pipeline.cc:176] HLO pass: priority-fusion time: 1.5 s (1.5 s)
 I1128 05:27:31.000000   7 hlo_pass_pipeline.cc:176] HLO pass: priority-fusion time: 500 ms (2 s)
 I1128 05:27:31.100000   7 hlo_pass_pipeline.cc:176] HLO pass: dce time: 40 us (40 us)
-I1128 05:27:49.443750   7 gpu_compiler.cc:2152] GpuCompiler::RunHloPasses for jit_step time: 20.7 s (20652505 us) (cumulative: 20.7 s, max: 20.7 s, #called: 1)
-I1128 05:27:55.000000   7 gpu_compiler.cc:2200] GpuCompiler::RunBackend for jit_step time: 81.8 ms (81790 us) (cumulative: 81.8 ms)
+I1128 05:27:49.443750   7 gpu_compiler.cc:2152] GpuCompiler::RunHloPasses for jit_step \
+time: 20.7 s (20652505 us)
+I1128 05:27:55.000000   7 gpu_compiler.cc:2200] GpuCompiler::RunBackend for jit_step \
+time: 81.8 ms (81790 us)
 """
 
 HLO = """\
