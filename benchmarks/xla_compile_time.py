@@ -8,8 +8,8 @@ HLO pass, ``GpuCompiler::RunBackend``: LLVM and ptxas); each module is compiled 
 process with that logging on (it is read when the plugin loads) and the log is parsed here.
 Beside the times, the kernels of the optimized HLO: how many, their instructions, and the
 sum over kernels of parameters x instructions (a profile of the delayed step's compile put
-a sixth of it in the LLVM translation printing each kernel once per parameter: a kernel
-that reads 64 tensors and holds 3,000 scalar instructions costs more than ten small ones).
+a sixth of it in the LLVM translation printing each kernel once per parameter, a cost that
+grows with a kernel's parameters and its size together).
 
     python benchmarks/xla_compile_time.py                # gpt L1 and L2 (d 256)
     python benchmarks/xla_compile_time.py --layers 2 --no-doc
