@@ -316,6 +316,12 @@ def hlo_instruction(line: str) -> tuple[str, str, str] | None:
     return match.group(1), result_type, match.group(2)
 
 
+def called_computation(line: str) -> str | None:
+    """The computation an HLO instruction line calls (a fusion's ``calls=``), or None."""
+    called = _HLO_CALLS.search(line)
+    return called.group(1) if called else None
+
+
 def hlo_counts(hlo_text: str) -> HloCounts:
     """Fusion and executed-instruction counts of optimized HLO text (see ``HloCounts``)."""
     computations, entry = hlo_computations(hlo_text)
@@ -330,8 +336,7 @@ def hlo_counts(hlo_text: str) -> HloCounts:
             fusion_kinds[kind.group(1) if kind else "?"] += 1
             if all(shape == "[]" for shape in _HLO_SHAPE.findall(parsed[1])):
                 scalar_fusions += 1
-                called = _HLO_CALLS.search(line)
-                body = computations.get(called.group(1), []) if called else []
+                body = computations.get(called_computation(line) or "", [])
                 scalar_expensive += any((i := hlo_instruction(b)) and i[2] in HLO_EXPENSIVE
                                         for b in body)
     executed: Counter[str] = Counter()

@@ -38,9 +38,11 @@ from typing import Any  # noqa: E402
 
 from common import (  # noqa: E402
     RESULTS,
+    called_computation,
     environment,
     format_table,
     hlo_computations,
+    hlo_instruction,
     load_models,
     markdown_table,
     publish,
@@ -56,7 +58,6 @@ LOGGING = {"TF_CPP_VMODULE": "gpu_compiler=1,hlo_pass_pipeline=1", "TF_CPP_MIN_L
 _PHASE = re.compile(r"GpuCompiler::(RunHloPasses|RunBackend) for \S+ time: ([\d.]+) (us|ms|s) ")
 _PASS = re.compile(r"HLO pass: (\S+) time: ([\d.]+) (us|ms|s) ")
 _UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
-_FUSION = re.compile(r"= .*? fusion\(.*calls=%([\w.\-]+)")
 HEADERS = ["step", "module", "kernels", "instructions in kernels", "sum of parameters x "
            "instructions", "largest kernel (instructions, parameters)", "compile s",
            "HLO passes s", "priority fusion s", "backend s (LLVM, ptxas)"]
@@ -105,11 +106,15 @@ def kernel_sizes(hlo_text: str) -> dict[str, Any]:
     kernels = []
     for lines in computations.values():
         for line in lines:
-            match = _FUSION.search(line)
-            body = computations.get(match.group(1)) if match else None
+            parsed = hlo_instruction(line)
+            if parsed is None or parsed[2] != "fusion":
+                continue
+            body = computations.get(called_computation(line) or "")
             if body is None:
                 continue
-            parameters = sum(1 for inner in body if " parameter(" in inner)
+            parameters = sum(1 for inner in body
+                             if (instruction := hlo_instruction(inner))
+                             and instruction[2] == "parameter")
             kernels.append((len(body), parameters))
     largest = max(kernels, default=(0, 0))
     return {"kernels": len(kernels), "instructions": sum(size for size, _ in kernels),

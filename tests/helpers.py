@@ -1,5 +1,6 @@
-"""What many test files share: the repository's folders, the CLI run as a user runs it, XLA's
-fusion count, and a module with forward and backward dots.
+"""What many test files share: the repository's folders, the CLI run as a user runs it, a
+benchmark script imported as a module, XLA's fusion count, and a module with forward and
+backward dots.
 
 Importable as ``tests.helpers`` (pytest puts the repository root on ``sys.path``: ``pythonpath``
 in pyproject.toml); standard library only, so that ``lit_runner`` can use it without importing
@@ -8,6 +9,7 @@ scalify-hlo.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -15,12 +17,24 @@ import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTDATA = REPO_ROOT / "testdata"
 GOLDEN = TESTDATA / "golden"
 STEPS = TESTDATA / "steps"  # exported sample steps (testdata/export_steps.py)
 MLP_STEP = STEPS / "mlp_step.mlir"
+
+
+def import_benchmark(name: str) -> ModuleType:
+    """The script ``benchmarks/NAME.py`` imported as a module (it imports ``common`` from its
+    own folder, which is on ``sys.path`` only while it is imported)."""
+    folder = str(REPO_ROOT / "benchmarks")
+    sys.path.insert(0, folder)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(folder)
 
 
 def run_cli(*args: str | Path, cwd: Path | None = None, stdin: str | bytes = "",

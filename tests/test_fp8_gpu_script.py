@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import pytest
 
 from scalify_hlo import gpu_aot
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, import_benchmark
 
 SCRIPT = REPO_ROOT / "benchmarks" / "fp8_gpu.py"
 TINY = ["--layers", "1", "--d-model", "64", "--heads", "4", "--context", "32", "--batch", "2",
@@ -29,12 +29,7 @@ TINY = ["--layers", "1", "--d-model", "64", "--heads", "4", "--context", "32", "
 
 @pytest.fixture(scope="module")
 def fp8_gpu() -> Any:
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import fp8_gpu as module
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
+    return import_benchmark("fp8_gpu")
 
 
 def test_without_a_gpu_the_script_says_the_gpu_part_was_not_run(tmp_path: Path) -> None:

@@ -4,12 +4,11 @@ the kernels of the optimized HLO; both are parsed from text, checked here on sma
 
 from __future__ import annotations
 
-import sys
 from types import ModuleType
 
 import pytest
 
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, import_benchmark
 
 SCRIPT = REPO_ROOT / "benchmarks" / "xla_compile_time.py"
 
@@ -51,12 +50,7 @@ ENTRY %main (a: f32[4], b: f32[4]) -> f32[4] {
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import xla_compile_time as module
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
+    return import_benchmark("xla_compile_time")
 
 
 def test_phase_times_read_the_gpu_compile_thread(script: ModuleType) -> None:
