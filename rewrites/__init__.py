@@ -2,6 +2,7 @@
 
 from scalify_hlo.rewrites import (  # noqa: F401  (registration)
     dot_transposes,
+    fp8_cast_fence,
     fp8_dots,
     group_statistics,
     inline,

@@ -17,6 +17,7 @@ from scalify_hlo.rewrites.emitter import (
     is_scalar_broadcast,
     ops_named,
 )
+from scalify_hlo.rewrites.fp8_cast_fence import fence_shared_fp8_casts
 from scalify_hlo.rewrites.group_statistics import group_statistics
 from scalify_hlo.rewrites.inline import may_have_dead_symbols
 from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
@@ -202,3 +203,5 @@ class Simplify(ModulePass):
                 module, arguments_only=self.pack_scales == "arguments", width=self.pack_width))
         # After everything that moves or merges scalar ops: their order is what it fixes.
         context.bump("simplify.statistics-fenced", fence_delayed_statistics(module))
+        # After CSE, which leaves one cast where a tensor was cast twice the same way.
+        context.bump("simplify.fp8-casts-fenced", fence_shared_fp8_casts(module))
