@@ -77,6 +77,7 @@ _COLLECTIVE = re.compile(r"=\s*(.+?)\s+(" + "|".join(KINDS) + r")(-start)?\(")
 _ARRAY = re.compile(r"\b(pred|[fsu]\d+|bf16|f8e\w+)\[([\d,]*)\]")
 _BYTES = {"pred": 1, "bf16": 2}
 SMALL = 16  # elements: a collective at most this big is latency only
+BATCH = 16  # global batch: 2 sequences per device
 
 
 def _array_sizes(shape: str) -> list[tuple[int, int]]:
@@ -141,8 +142,8 @@ def h100_counts(lowered_text: str) -> dict[str, Any]:
 
 
 def measure(setup: str, model: str, policies: list[str], rounds: int,
-            h100: bool = False) -> list[dict[str, Any]]:
-    step, args = sharded_setups.setup(setup, model)
+            h100: bool = False, batch: int = BATCH) -> list[dict[str, Any]]:
+    step, args = sharded_setups.setup(setup, model, batch)
     start = time.perf_counter()
     lowered = jax.jit(step).lower(*args)
     compiled = lowered.compile()
@@ -211,9 +212,10 @@ def doc_section(result: dict[str, Any]) -> str:
             "off so that FP8 dots show as cuBLASLt calls): the same lowered programs.\n\n"
             + markdown_table(h100_headers, h100_body) + "\n") if h100_body else ""
     return (
-        "`python benchmarks/sharded.py` (model: " + result["model"] + ", 8 simulated CPU "
-        "devices, Shardy). Collectives in XLA's optimized HLO of one step, the program a "
-        "training loop runs (arguments from `scale_args`, as the step's outputs come back); "
+        "`python benchmarks/sharded.py` (model: " + result["model"] + ", global batch "
+        + str(result.get("batch", BATCH)) + ", 8 simulated CPU devices, Shardy). "
+        "Collectives in XLA's optimized HLO of one step, the program a training loop runs "
+        "(arguments from `scale_args`, as the step's outputs come back); "
         "*small*: at most "
         f"{SMALL} elements (scalar or packed exponent all-reduces, latency only); *serial*: "
         "the most collectives on one data path (each waits for the one before, so XLA cannot "
@@ -238,18 +240,24 @@ def main() -> None:
     parser.add_argument("--policies", nargs="+", choices=list(POLICIES),
                         default=list(POLICIES))
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=BATCH,
+                        help="global batch, a multiple of 8 (%(default)s: 2 sequences per "
+                        "device; XLA:GPU's fusions depend on shapes: see docs/how-it-works.md)")
     parser.add_argument("--no-doc", action="store_true")
     parser.add_argument("--no-h100", action="store_true",
                         help="skip the 8-H100 compile (done when the gpu-aot extra is installed)")
     args = parser.parse_args()
+    if args.batch < 8 or args.batch % 8:
+        parser.error("--batch must be a positive multiple of 8 (the devices)")
     h100 = not args.no_h100 and gpu_aot.available()
     rows: list[dict[str, Any]] = []
     for setup in args.setups:
-        rows += measure(setup, args.model, args.policies, args.rounds, h100)
+        rows += measure(setup, args.model, args.policies, args.rounds, h100, args.batch)
         print(format_table(*table(rows[-1 - len(args.policies):])), flush=True)
         if h100:
             print(format_table(*h100_table(rows[-1 - len(args.policies):])), flush=True)
-    result = {"environment": environment(), "model": args.model, "rows": rows}
+    result = {"environment": environment(), "model": args.model, "batch": args.batch,
+              "rows": rows}
     print(format_table(*table(rows)))
     if h100:
         print(format_table(*h100_table(rows)))
