@@ -10,13 +10,13 @@ waits for that all-reduce, and the all-reduces of the layers before it can neith
 the backward pass nor combine with it (2-layer GPT, data parallel on 8 H100s, default
 policy: 7 all-reduces, 5 on one chain; see docs/how-it-works.md). Behind a barrier the cast
 is one kernel that runs before the forward dot, which the update depends on, so XLA cannot
-join them (the same step: 6 all-reduces, 4 on one chain, 16 more kernels).
+join them (the same step: 6 all-reduces, 4 on one chain, 10 more kernels).
 
 Only casts of tensors the function is given are fenced: arguments read through elementwise,
 layout and slicing ops, scale factors aside (a weight, or one layer's slice of stacked
 weights). Those are what an optimizer update also reads. A cast of an activation has no
 such reader, and fenced it would keep an FP8 copy alive from the forward to the backward
-pass (fencing every shared cast of that step made 12 more kernels on top, for no fewer
+pass (fencing every shared cast of that step made 6 more kernels on top, for no fewer
 all-reduces). One device has no all-reduce to wait for, and there the joined kernel is one
 kernel fewer: single-device modules are left alone. The values stay the same.
 """
@@ -39,7 +39,10 @@ _GIVEN_DEPTH = 64  # ops looked through before a tensor counts as computed
 
 def _is_splat(value: ir.Value) -> bool:
     """A rank-0 value or a broadcast of one: a scale factor, a constant or an index."""
-    if ir.RankedTensorType(value.type).rank == 0:
+    t = value.type
+    if not isinstance(t, ir.RankedTensorType):
+        return False
+    if t.rank == 0:
         return True
     op = defining_op(value)
     return op is not None and (op.name == "stablehlo.constant" or (
