@@ -26,7 +26,13 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from scalify_hlo.dtypes import FP8_FORMATS
-from scalify_hlo.rewrites.emitter import Emitter, defining_op, element_type, ops_named
+from scalify_hlo.rewrites.emitter import (
+    Emitter,
+    defining_op,
+    element_type,
+    is_scalar_broadcast,
+    ops_named,
+)
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 from scalify_hlo.symbols import partition_count
@@ -42,12 +48,10 @@ def _is_splat(value: ir.Value) -> bool:
     t = value.type
     if not isinstance(t, ir.RankedTensorType):
         return False
-    if t.rank == 0:
+    if t.rank == 0 or is_scalar_broadcast(value):
         return True
     op = defining_op(value)
-    return op is not None and (op.name == "stablehlo.constant" or (
-        op.name == "stablehlo.broadcast_in_dim"
-        and ir.RankedTensorType(op.operands[0].type).rank == 0))
+    return op is not None and op.name == "stablehlo.constant"
 
 
 def _is_given(value: ir.Value) -> bool:
