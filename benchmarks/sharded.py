@@ -213,7 +213,7 @@ def doc_section(result: dict[str, Any]) -> str:
             + markdown_table(h100_headers, h100_body) + "\n") if h100_body else ""
     return (
         "`python benchmarks/sharded.py` (model: " + result["model"] + ", global batch "
-        + str(result.get("batch", BATCH)) + ", 8 simulated CPU devices, Shardy). "
+        + str(result["batch"]) + ", 8 simulated CPU devices, Shardy). "
         "Collectives in XLA's optimized HLO of one step, the program a training loop runs "
         "(arguments from `scale_args`, as the step's outputs come back); "
         "*small*: at most "

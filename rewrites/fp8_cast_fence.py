@@ -88,12 +88,10 @@ def fence_shared_fp8_casts(module: ir.Module) -> int:
         if not _shared_fp8_cast(op):
             continue
         cast = op.results[0]
-        uses = [(use.owner.operation, use.operand_number) for use in cast.uses]
         barrier = Emitter(ir.InsertionPoint(op), op.location).op(
             "stablehlo.optimization_barrier", [cast], [cast.type])
         op.move_before(barrier)
-        for reader, index in uses:
-            reader.operands[index] = barrier.results[0]
+        cast.replace_all_uses_except(barrier.results[0], barrier)
         fenced += 1
     return fenced
 

@@ -23,8 +23,7 @@ def _rewritten(partitions: int) -> tuple[str, dict[str, int]]:
     text = _PARTITIONS.sub(f"mhlo.num_partitions = {partitions}", text)
     result = rewrite_module_source(text, DEFAULT_PIPELINE)
     assert result.error is None, result.error
-    return result.output.decode() if isinstance(result.output, bytes) else result.output, (
-        result.context.stats)
+    return result.output.decode(), result.context.stats
 
 
 @pytest.mark.parametrize("partitions", [1, 2])
