@@ -26,6 +26,15 @@ STEPS = TESTDATA / "steps"  # exported sample steps (testdata/export_steps.py)
 MLP_STEP = STEPS / "mlp_step.mlir"
 
 
+def simulated_devices_flags(count: int) -> str:
+    """XLA_FLAGS for ``count`` simulated CPU devices. XLA:CPU aborts the process when a
+    collective's threads do not all arrive within 40 s, which a loaded 2-core machine running
+    8 device threads beside other tests can miss: the tests give them 10 minutes."""
+    return (f"--xla_force_host_platform_device_count={count} "
+            "--xla_cpu_collective_call_terminate_timeout_seconds=600 "
+            "--xla_cpu_collective_call_warn_stuck_timeout_seconds=300")
+
+
 def import_benchmark(name: str) -> ModuleType:
     """The script ``benchmarks/NAME.py`` imported as a module (it imports ``common`` from its
     own folder, which is on ``sys.path`` only while it is imported)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REPO_ROOT, TESTDATA
+from tests.helpers import REPO_ROOT, TESTDATA, simulated_devices_flags
 
 DEVICES = 8
 
@@ -109,7 +109,7 @@ print(json.dumps(report))
 
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:
-    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={DEVICES}",
+    env = {**os.environ, "XLA_FLAGS": simulated_devices_flags(DEVICES),
            "JAX_PLATFORMS": "cpu"}
     def run() -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-c", SCRIPT, str(TESTDATA)], env=env,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REPO_ROOT, TESTDATA
+from tests.helpers import REPO_ROOT, TESTDATA, simulated_devices_flags
 
 SCRIPT = r"""
 import json, sys
@@ -136,7 +136,7 @@ print(json.dumps(report))
 
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+    env = {**os.environ, "XLA_FLAGS": simulated_devices_flags(8),
            "JAX_PLATFORMS": "cpu"}
     result = subprocess.run([sys.executable, "-c", SCRIPT, str(TESTDATA)], env=env,
                             capture_output=True, text=True, cwd=REPO_ROOT, timeout=900)
