@@ -1,6 +1,7 @@
 """The passes of scalify-hlo; importing this package registers every one of them."""
 
 from scalify_hlo.rewrites import (  # noqa: F401  (registration)
+    collective_combine,
     dot_transposes,
     fp8_cast_fence,
     fp8_dots,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
+from scalify_hlo.rewrites.collective_combine import combine_all_reduces
 from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.dot_transposes import transposes_to_dots
 from scalify_hlo.rewrites.emitter import (
@@ -205,3 +206,6 @@ class Simplify(ModulePass):
         context.bump("simplify.statistics-fenced", fence_delayed_statistics(module))
         # After CSE, which leaves one cast where a tensor was cast twice the same way.
         context.bump("simplify.fp8-casts-fenced", fence_shared_fp8_casts(module))
+        # Last: the all-reduces that scale agreement split (one per psum, and a kernel
+        # before each), made one before XLA's fusion can chain them.
+        context.bump("simplify.all-reduces-combined", combine_all_reduces(module))

@@ -81,6 +81,7 @@ for name, policies in (("data_parallel", ["f32", "default"]), ("fsdp", ["default
 step, args = setups.setup("shard_map")
 single, _ = models.mlp_step(batch=16, sizes=(16, 32, 16))
 want = jax.jit(step)(*args)
+original_psums = jax.jit(step).lower(*args).as_text().count("stablehlo.all_reduce")
 for policy in POLICIES:
     scaled = compile_scaled(step, *args, policy=POLICIES[policy])
     out = unscale_tree(scaled(*args))
@@ -99,7 +100,10 @@ for policy in POLICIES:
         "norm": float(out[2]), "want_norm": float(want[2]),
         "losses": losses, "reference_losses": reference_losses,
         "fallbacks": len(scaled.report().warnings),
-        "agreed": scaled.report().stats.get("scalify.agreed-scales", 0)}
+        "agreed": scaled.report().stats.get("scalify.agreed-scales", 0),
+        "module_all_reduces": scaled.lower(*args).as_text().count("stablehlo.all_reduce"),
+        "original_all_reduces": original_psums,
+        "combined": scaled.report().stats.get("simplify.all-reduces-combined", 0)}
 
 # Delayed statistics: data parallel in f16, three calls each fed the one before's outputs;
 # collectives of the program a fed-back call runs, against current statistics.
@@ -192,6 +196,18 @@ def test_rescaled_gradients_agree_before_the_psum(report: dict[str, Any]) -> Non
     device and are agreed (max all-reduce) before the collective sums them."""
     assert report["shard_map/default"]["agreed"] > 0
     assert report["shard_map/f32"]["agreed"] == 0  # static scales: nothing to agree on
+
+
+@pytest.mark.parametrize("policy", ["f32", "f16", "default"])
+def test_shard_map_psums_are_combined(report: dict[str, Any], policy: str) -> None:
+    """The body's independent psums reach XLA as one all-reduce per kind (combine-all-reduces):
+    fewer than the original's one per leaf, and in f32 mode two, the gradients' sum and the
+    sum of their squares that reads it (XLA:GPU's fusion chained them one after another)."""
+    found = report[f"shard_map/{policy}"]
+    assert found["combined"] > 0
+    assert found["module_all_reduces"] < found["original_all_reduces"]
+    if policy == "f32":
+        assert found["module_all_reduces"] == 2
 
 
 @pytest.mark.parametrize("policy", ["f32", "f16", "default"])
