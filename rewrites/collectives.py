@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from jax.extend.mlir import ir
 
 from scalify_hlo.errors import RewriteError
+from scalify_hlo.rewrites.device_invariance import DeviceInvariance
 from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP, Emitter, attributes_of
 from scalify_hlo.rewrites.regions import is_homogeneous
 from scalify_hlo.rewrites.rule_impls import emit_like, rule_same_scale, rule_unscaled
@@ -43,11 +44,22 @@ class ManualRegion:
 
     groups: list[list[int]]
     uniform: set[Factor] = field(default_factory=set)
+    invariance: DeviceInvariance | None = None  # which body values every device shares
 
     def is_uniform(self, value: Scaled) -> bool:
-        """Static scales and scales built only from uniform factors are the same everywhere;
+        """Static scales and scales built only from uniform factors are the same everywhere,
+        and so are those computed from values every device holds (device_invariance.py);
         zeros, infs and NaNs hold at any scale."""
-        return value.any_scale or all(f in self.uniform for f, _ in value.scale.factors)
+        if value.any_scale:
+            return True
+        for factor, _ in value.scale.factors:
+            if factor in self.uniform:
+                continue
+            if self.invariance is None or not isinstance(factor.value, ir.Value) or (
+                    not self.invariance(factor.value)):
+                return False
+            self.uniform.add(factor)
+        return True
 
 
 _REGION_ATTR = "_scalify_manual_region"
@@ -249,6 +261,18 @@ def _manual_axes(op: ir.Operation) -> set[str]:
     return set(re.findall(r'"([^"]+)"', str(op.attributes["manual_axes"])))
 
 
+def _replicated_over(sharding: ir.Attribute, axes: set[str]) -> bool:
+    """Whether a ``#sdy.sharding`` splits no dimension over ``axes`` (every device of the
+    manual region gets the whole value)."""
+    text = str(sharding)
+    found = _MESH_REF_RE.search(text)
+    rest = text[found.end():] if found else text
+    if "[" not in rest:
+        return False
+    dims = rest[rest.index("["):rest.index("]") + 1]
+    return not set(re.findall(r'"([^"]+)"', dims)) & axes
+
+
 def rule_manual_computation(scope: Scope, op: ir.Operation) -> None:
     """shard_map's region: (data, scale) pairs through block arguments and ``sdy.return``.
 
@@ -291,6 +315,13 @@ def rule_manual_computation(scope: Scope, op: ir.Operation) -> None:
                         types=scope.state.types)
     setattr(body, _REGION_ATTR, region)
     arguments = list(block.arguments)
+    manual = _manual_axes(op)
+    known = [arguments[position] for (_, position, _), sharding
+             in zip(bindings, in_shardings, strict=True) if _replicated_over(sharding, manual)]
+    known += [arguments[position + 1] for _, position, outer in bindings
+              if outer is not None and not outer.scale.is_static]
+    region.invariance = DeviceInvariance(known, lambda collective: _covers(
+        _collective_groups(collective, region), region.groups))
     for arg, position, outer in bindings:
         if outer is None:
             body.set(arg, arguments[position])

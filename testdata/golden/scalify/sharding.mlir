@@ -125,6 +125,74 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
 
 // -----
 
+// Scales the body measures from values every device holds in full (an argument replicated
+// over the manual axes, a psum's result) are equal everywhere: they leave the region as
+// they are, with no all-reduce to agree them.
+
+// CHECK-LABEL: func.func public @main
+// CHECK:         sdy.manual_computation
+// CHECK-NOT:       all_reduce
+// CHECK:           sdy.return
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func public @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}]>}) -> tensor<8xf32> {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{}]>] out_shardings=[<@mesh, [{}]>] manual_axes={"data"} (%arg1: tensor<8xf32>) {
+      %1 = stablehlo.multiply %arg1, %arg1 {scalify.rescale = "amax:nearest"} : tensor<8xf32>
+      sdy.return %1 : tensor<8xf32>
+    } : (tensor<8xf32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+}
+
+// -----
+
+// CHECK-LABEL: func.func public @main
+// CHECK:         sdy.manual_computation
+// CHECK-COUNT-2:   "stablehlo.all_reduce"
+// CHECK-NOT:       all_reduce
+// CHECK:           sdy.return
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func public @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}]>}) -> tensor<2xf32> {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"data"}]>] out_shardings=[<@mesh, [{}]>] manual_axes={"data"} (%arg1: tensor<2xf32>) {
+      %1 = stablehlo.multiply %arg1, %arg1 {scalify.rescale = "amax:nearest"} : tensor<2xf32>
+      %2 = "stablehlo.all_reduce"(%1) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids}> ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %s = stablehlo.add %a, %b : tensor<f32>
+        stablehlo.return %s : tensor<f32>
+      }) : (tensor<2xf32>) -> tensor<2xf32>
+      %3 = stablehlo.multiply %2, %2 {scalify.rescale = "amax:nearest"} : tensor<2xf32>
+      sdy.return %3 : tensor<2xf32>
+    } : (tensor<8xf32>) -> tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+}
+
+// -----
+
+// A partition's id makes what it touches differ per device: that scale is agreed.
+
+// CHECK-LABEL: func.func public @main
+// CHECK:         sdy.manual_computation
+// CHECK:           stablehlo.partition_id
+// CHECK:           "stablehlo.all_reduce"
+// CHECK:           sdy.return
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func public @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}]>}) -> tensor<8xf32> {
+    %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{}]>] out_shardings=[<@mesh, [{}]>] manual_axes={"data"} (%arg1: tensor<8xf32>) {
+      %p = stablehlo.partition_id : tensor<ui32>
+      %f = stablehlo.convert %p : (tensor<ui32>) -> tensor<f32>
+      %b = stablehlo.broadcast_in_dim %f, dims = [] : (tensor<f32>) -> tensor<8xf32>
+      %1 = stablehlo.multiply %arg1, %b {scalify.rescale = "amax:nearest"} : tensor<8xf32>
+      sdy.return %1 : tensor<8xf32>
+    } : (tensor<8xf32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+}
+
+// -----
+
 // ppermute moves data between devices: a per-device scale moves beside it (the same
 // collective_permute on the exponent), then is agreed where the result leaves the region.
 
