@@ -32,11 +32,11 @@ print(json.dumps({"all_reduces": starts, "serial": serial_collectives(hlo)}))
 
 @pytest.mark.skipif(not gpu_aot.available(), reason="needs the gpu-aot extra")
 def test_shard_map_gradient_sums_are_not_chained_on_h100() -> None:
-    """f32 mode: one agreement of exponents and the gradients' psums, two all-reduces on 8
-    H100s (the original: one); before the pass XLA:GPU's fusion chained six."""
+    """f32 mode on 8 H100s: one all-reduce, as the original (before the pass XLA:GPU's
+    fusion chained six, one after another)."""
     env = {**os.environ, "XLA_FLAGS": simulated_devices_flags(8), "JAX_PLATFORMS": "cpu"}
     result = subprocess.run([sys.executable, "-c", SCRIPT, str(TESTDATA)], env=env,
                             capture_output=True, text=True, cwd=REPO_ROOT, timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])
-    assert found["all_reduces"] <= 2 and found["serial"] <= 2, found
+    assert found["all_reduces"] == 1 and found["serial"] == 1, found
