@@ -153,3 +153,44 @@ func.func @one_device(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, t
   }) : (tensor<4xf32>) -> tensor<4xf32>
   return %x, %y : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A loop between the sums reads the first one's result: it moves below the combined sum,
+// body and all; the second sum reads nothing of the first and joins it.
+
+// CHECK-LABEL: func.func @loop_between
+// CHECK:         [[R:%.*]] = "stablehlo.all_reduce"
+// CHECK:         (tensor<8xf32>) -> tensor<8xf32>
+// CHECK:         [[X:%.*]] = stablehlo.slice [[R]] [0:4]
+// CHECK:         stablehlo.while
+// CHECK-SAME:    [[X]]
+// CHECK-NOT:     "stablehlo.all_reduce"
+// CHECK:         return
+module attributes {mhlo.num_partitions = 8 : i32} {
+  func.func @loop_between(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+    %x = "stablehlo.all_reduce"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, use_global_device_ids}> ({
+    ^bb0(%l: tensor<f32>, %r: tensor<f32>):
+      %s = stablehlo.add %l, %r : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : (tensor<4xf32>) -> tensor<4xf32>
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+    %w:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, tensor<4xf32>
+     cond {
+      %c3 = stablehlo.constant dense<3> : tensor<i32>
+      %lt = stablehlo.compare LT, %i, %c3 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    } do {
+      %c1 = stablehlo.constant dense<1> : tensor<i32>
+      %n = stablehlo.add %i, %c1 : tensor<i32>
+      %d = stablehlo.add %v, %x : tensor<4xf32>
+      stablehlo.return %n, %d : tensor<i32>, tensor<4xf32>
+    }
+    %y = "stablehlo.all_reduce"(%b) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, use_global_device_ids}> ({
+    ^bb0(%l: tensor<f32>, %r: tensor<f32>):
+      %s = stablehlo.add %l, %r : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : (tensor<4xf32>) -> tensor<4xf32>
+    return %w#1, %y : tensor<4xf32>, tensor<4xf32>
+  }
+}
