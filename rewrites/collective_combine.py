@@ -1,5 +1,6 @@
-"""``combine-all-reduces``: a block's independent all-reduces made one variadic all-reduce
-before XLA sees them, as XLA's own combiner would make them after its fusion passes.
+"""``combine-all-reduces``: a block's independent all-reduces made one all-reduce (of their
+operands concatenated) before XLA sees them, as XLA's own combiner would make them after its
+fusion passes.
 
 Why: a sum over devices of scaled data is taken at a scale every device agrees on, so the
 rewritten ``psum`` of a gradient is ``g * 2^(e - agreed)`` then the all-reduce: a kernel of
@@ -22,12 +23,21 @@ member's results move after it. The values stay the same.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from jax.extend.mlir import ir
 
 from scalify_hlo.errors import RewriteError
-from scalify_hlo.rewrites.emitter import Emitter, attributes_of
+from scalify_hlo.rewrites.emitter import (
+    Emitter,
+    attributes_of,
+    element_type,
+    is_ranked_tensor,
+    ops_named,
+    shape_of,
+)
+from scalify_hlo.rewrites.regions import nested_ops
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.symbols import partition_count
 
@@ -56,10 +66,7 @@ def _operand_bytes(op: ir.Operation) -> int | None:
         width = getattr(t.element_type, "width", None)
         if not width:
             return None
-        elements = 1
-        for size in t.shape:
-            elements *= size
-        total += (width + 7) // 8 * elements
+        total += (width + 7) // 8 * math.prod(t.shape)
     return total
 
 
@@ -95,8 +102,8 @@ def _key(op: ir.Operation) -> tuple | None:
     """What two all-reduces must share to be combined; None for one that cannot be."""
     if len(op.regions) != 1 or not len(op.operands):
         return None
-    element_types = {str(ir.RankedTensorType(v.type).element_type)
-                     if isinstance(v.type, ir.RankedTensorType) else None for v in op.operands}
+    element_types = {str(element_type(v)) if is_ranked_tensor(v.type) else None
+                     for v in op.operands}
     if len(element_types) != 1 or None in element_types:
         return None
     attributes = attributes_of(op)
@@ -109,14 +116,11 @@ def _key(op: ir.Operation) -> tuple | None:
             element_types.pop(), reducer)
 
 
-def _nested_operands(op: ir.Operation) -> list[ir.Value]:
-    """The operands of ``op`` and of every op in its regions."""
-    values = list(op.operands)
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                values += _nested_operands(inner.operation)
-    return values
+def _reads(op: ir.Operation) -> list[ir.Value]:
+    """The values ``op`` reads: its operands and those of every op in its regions."""
+    if not len(op.regions):
+        return list(op.operands)
+    return [value for inner in (op, *nested_ops(op)) for value in inner.operands]
 
 
 def _groups(block: ir.Block, threshold: int) -> list[_Group]:
@@ -130,7 +134,7 @@ def _groups(block: ir.Block, threshold: int) -> list[_Group]:
     for op in block.operations:
         op = op.operation
         taint: frozenset[int] = frozenset()
-        for value in _nested_operands(op) if len(op.regions) else op.operands:
+        for value in _reads(op):
             taint |= depends.get(value, frozenset())
         if op.name == _ALL_REDUCE:
             key, size = _key(op), _operand_bytes(op)
@@ -166,8 +170,7 @@ def _combine(group: list[ir.Operation]) -> bool:
             continue
         if not pending:
             break
-        reads = _nested_operands(current) if len(current.regions) else current.operands
-        tainted = any(value in reached for value in reads)
+        tainted = any(value in reached for value in _reads(current))
         if current in pending:
             pending.discard(current)
             if not tainted:
@@ -203,9 +206,7 @@ def _combined(emit: Emitter, members: list[ir.Operation]) -> list[ir.Value]:
     flat, sizes = [], []
     for member in members:
         for value in member.operands:
-            size = 1
-            for extent in ir.RankedTensorType(value.type).shape:
-                size *= extent
+            size = math.prod(shape_of(value))
             sizes.append(size)
             flat.append(_reshaped(emit, value, ir.RankedTensorType.get([size], element)))
     vector_type = ir.RankedTensorType.get([sum(sizes)], element)
@@ -237,18 +238,9 @@ def combine_all_reduces(module: ir.Module, threshold: int = THRESHOLD_BYTES) -> 
     if partition_count(module) == 1:
         return 0
     folded = 0
-    blocks: list[ir.Block] = []
-
-    def collect(op: ir.Operation) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                if any(inner.operation.name == _ALL_REDUCE for inner in block.operations):
-                    blocks.append(block)
-                for inner in block.operations:
-                    if len(inner.operation.regions):
-                        collect(inner.operation)
-
-    collect(module.operation)
+    # The blocks that hold an all-reduce, found by the C++ walk (a Python one would visit
+    # every op of the step).
+    blocks = list(dict.fromkeys(op.block for op in ops_named(module.operation, _ALL_REDUCE)))
     for block in blocks:
         for group in _groups(block, threshold):
             members = group.members
@@ -259,7 +251,8 @@ def combine_all_reduces(module: ir.Module, threshold: int = THRESHOLD_BYTES) -> 
 
 @register("combine-all-reduces",
           "In a module partitioned over several devices, make a block's independent "
-          "all-reduces of the same kind one variadic all-reduce, as XLA's combiner would "
+          "all-reduces of the same kind one all-reduce of their operands concatenated, as "
+          "XLA's combiner would "
           "after fusion (where fusion may already have chained them; part of simplify).")
 class CombineAllReduces(ModulePass):
     threshold_bytes: int = option(THRESHOLD_BYTES, "largest combined all-reduce, in bytes "

@@ -24,6 +24,8 @@ from collections.abc import Callable
 
 from jax.extend.mlir import ir
 
+from scalify_hlo.rewrites.regions import nested_ops
+
 # Ops whose results may differ per device even from equal operands.
 _DEVICE_DEPENDENT = frozenset({
     "stablehlo.partition_id", "stablehlo.replica_id", "stablehlo.rng",
@@ -81,20 +83,12 @@ class DeviceInvariance:
         reads = list(op.operands)
         if not len(op.regions):
             return None, reads
-        inside: set[ir.Value] = set()
-        nested: list[ir.Operation] = []
-        stack = [op]
-        while stack:
-            for region in stack.pop().regions:
-                for block in region.blocks:
-                    inside.update(block.arguments)
-                    for inner in block.operations:
-                        inner = inner.operation
-                        if inner.name in _DEVICE_DEPENDENT or (
-                                inner.name in _GATHERING and not self._covers(inner)):
-                            return False, []
-                        inside.update(inner.results)
-                        nested.append(inner)
-                        stack.append(inner)
+        nested = nested_ops(op)
+        if any(inner.name in _DEVICE_DEPENDENT or (
+                inner.name in _GATHERING and not self._covers(inner)) for inner in nested):
+            return False, []
+        inside = {value for inner in nested for value in inner.results}
+        inside.update(argument for inner in (op, *nested) for region in inner.regions
+                      for block in region.blocks for argument in block.arguments)
         reads += [v for inner in nested for v in inner.operands if v not in inside]
         return None, reads

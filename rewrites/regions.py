@@ -42,6 +42,20 @@ def region_ops(region: ir.Region) -> list[ir.Operation]:
     return ops
 
 
+def nested_ops(op: ir.Operation) -> list[ir.Operation]:
+    """Every op in the regions of ``op``, at any depth, each before the ops of its own
+    regions."""
+    found: list[ir.Operation] = []
+    if len(op.regions):
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = inner.operation
+                    found.append(inner)
+                    found += nested_ops(inner)
+    return found
+
+
 def is_homogeneous(region: ir.Region) -> bool:
     for op in region_ops(region):
         if op.name == "stablehlo.constant":

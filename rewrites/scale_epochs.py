@@ -41,6 +41,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
 from scalify_hlo.rewrites.op_table import Trait, ops_with
+from scalify_hlo.rewrites.regions import nested_ops
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.scale_packs import PACK, check_pack_width, pack_scalars, packable
 from scalify_hlo.symbols import partition_count
@@ -93,19 +94,6 @@ def _chain_result(op: ir.Operation, name: str, results: ir.OpResultList) -> ir.V
     return result
 
 
-def _nested_ops(op: ir.Operation) -> list[ir.Operation]:
-    """Every op in the regions of ``op``, at any depth."""
-    found: list[ir.Operation] = []
-    if len(op.regions):
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    inner = inner.operation
-                    found.append(inner)
-                    found += _nested_ops(inner)
-    return found
-
-
 class _Epochs:
     """The scale epochs of one block: which ops are chain ops, and each one's root.
 
@@ -150,7 +138,7 @@ class _Epochs:
             if result is None:
                 chain.append(False)
                 if users:
-                    for user in (op, *_nested_ops(op)):
+                    for user in (op, *nested_ops(op)):
                         for value in user.operands:
                             defined = position.get(value)
                             if defined is not None:  # None: not of this block
