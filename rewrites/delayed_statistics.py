@@ -115,7 +115,12 @@ class DelayedExponents:
         if self.mode == "use":
             if existing:
                 given = block.arguments[len(block.arguments) - 1]
+                whole_reads = _whole_vector_reads(given)
                 given.set_type(vector_type)
+                for read in whole_reads:  # now element 0 of a longer vector: a slice
+                    at = Emitter(ir.InsertionPoint(read), read.location, types=types)
+                    read.results[0].replace_all_uses_with(at.element(given, 0))
+                    read.erase()
                 inputs[-1] = vector_type
             else:
                 given = block.add_argument(vector_type, func.location)
@@ -137,6 +142,15 @@ class DelayedExponents:
         func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
         func.attributes[DELAYED_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
                                                            total)
+
+
+def _whole_vector_reads(vector: ir.Value) -> list[ir.Operation]:
+    """The reshapes that read ``vector`` whole as a rank-0 value: how ``Emitter.element``
+    reads a vector of one (an earlier pass's single point). Once the vector grows they
+    would reshape all of it, so ``append_to`` makes each one a slice of element 0."""
+    return [use.owner for use in vector.uses
+            if use.owner.name == "stablehlo.reshape"
+            and ir.RankedTensorType(use.owner.results[0].type).rank == 0]
 
 
 def _appended(func: ir.Operation, name: str, count: int, info: str) -> ir.ArrayAttr:

@@ -51,6 +51,23 @@ def test_compile_scaled_for_a_gpu_carries_delayed_exponents_between_calls() -> N
     assert jnp.isfinite(again[1].unscale())
 
 
+
+def test_compile_scaled_for_a_gpu_takes_a_function_with_one_delayed_point() -> None:
+    """A layer norm and a dot (inference, no gradients): scalify's one delayed point, then
+    fp8-dots' two. The second pass's longer vector once left scalify's read of the first
+    (a reshape of the vector of one) invalid: an internal error for any such function."""
+    def layer_norm_dot(x: jax.Array, w: jax.Array) -> jax.Array:
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return ((x - mean) * jax.lax.rsqrt(var + 1e-5)) @ w
+
+    x = jax.random.normal(jax.random.key(0), (4, 16))
+    w = jax.random.normal(jax.random.key(1), (16, 8)) / 4
+    step = compile_scaled(layer_norm_dot, x, w, target="h100")
+    step(x, w)
+    out = step(x, w)  # the program that applies the first call's exponents
+    assert jnp.allclose(out.unscale(), layer_norm_dot(x, w), atol=0.2)
+
 def test_bf16_targets_do_not_rescale_like_f16() -> None:
     # Rescale points are for f16's 5-bit exponent; bf16 data keeps f32's range.
     assert Policy.for_target("v6e").rescale_at == ()

@@ -95,3 +95,24 @@ module @in_a_manual_region attributes {mhlo.num_partitions = 2 : i32} {
     return %r : tensor<4xf32>
   }
 }
+
+// -----
+
+// One point of scalify's: it reads the vector of one with a reshape alone. fp8-dots' points
+// make the vector longer (1 + 2), and that read becomes a slice of element 0: a reshape of
+// the whole vector to a scalar would be invalid.
+
+// CHECK-LABEL: func.func @one_point
+// CHECK-SAME:    %arg4: tensor<1xi32> {jax.arg_info = "delayed_exponents"}
+// CHECK:         stablehlo.reshape %arg4 : (tensor<1xi32>) -> tensor<i32>
+// FP8-LABEL:   func.func @one_point
+// FP8-SAME:      %arg4: tensor<3xi32> {jax.arg_info = "delayed_exponents"}
+// FP8-NOT:       stablehlo.reshape %arg4
+// FP8-DAG:       stablehlo.slice %arg4 [0:1]
+// FP8-DAG:       stablehlo.slice %arg4 [1:2]
+// FP8-DAG:       stablehlo.slice %arg4 [2:3]
+// FP8:           return {{.*}} : tensor<4x8xf16>, tensor<f32>, tensor<3xi32>
+func.func @one_point(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] {scalify.rescale = "amax:nearest"} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
