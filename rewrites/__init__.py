@@ -10,6 +10,7 @@ from scalify_hlo.rewrites import (  # noqa: F401  (registration)
     loop_scales,
     mlir_passes,
     rescale,
+    scalar_lanes,
     scale_epochs,
     scalify,
     simplify,

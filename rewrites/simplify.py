@@ -24,6 +24,7 @@ from scalify_hlo.rewrites.inline import may_have_dead_symbols
 from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
+from scalify_hlo.rewrites.scalar_lanes import vectorize_scalar_chains
 from scalify_hlo.rewrites.scale_epochs import EPOCHS, materialize_scales
 from scalify_hlo.rewrites.scale_packs import PACK, check_pack_width
 from scalify_hlo.rewrites.statistics_fence import fence_delayed_statistics
@@ -169,6 +170,10 @@ class Simplify(ModulePass):
                                     "reduction (group-statistics: two kernels a group on "
                                     "XLA:GPU; XLA:TPU writes the concatenated rows out, a "
                                     "copy of every tensor, so TPU targets turn it off)")
+    vectorize: bool = option(False, "run the same chain of scalar ops on each element of a "
+                             "vector once on the vector (vectorize-scalar-chains: fewer "
+                             "kernels on XLA:GPU where the results are handed on, as with "
+                             "delayed statistics)")
 
     def validate(self) -> None:
         check_pack_width(self.pack_width)
@@ -206,6 +211,11 @@ class Simplify(ModulePass):
         context.bump("simplify.statistics-fenced", fence_delayed_statistics(module))
         # After CSE, which leaves one cast where a tensor was cast twice the same way.
         context.bump("simplify.fp8-casts-fenced", fence_shared_fp8_casts(module))
+        # After the packs and the fence: their vectors are what the chains read element by
+        # element, and the concatenates they end in read the vectorized results back.
+        if self.vectorize:
+            context.bump("simplify.scalar-ops-vectorized",
+                         vectorize_scalar_chains(module, max_gather=self.pack_width))
         # Last: the all-reduces that scale agreement split (one per psum, and a kernel
         # before each), made one before XLA's fusion can chain them.
         context.bump("simplify.all-reduces-combined", combine_all_reduces(module))

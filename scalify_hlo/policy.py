@@ -111,6 +111,14 @@ class Policy:
         instead of one or two per statistic; XLA:TPU writes the concatenated rows out (a
         copy of every tensor it reads), so ``for_target`` turns it off on TPUs. Bit-exact
         for maxima; sums are regrouped (their last bits).
+    vectorize_scalar_chains: run the same chain of scalar ops on every element of a vector
+        (the delayed exponents a step is given, a statistics group's results) once on the
+        vector (``simplify``'s ``vectorize``). ``for_target`` turns it on for GPUs, whose
+        delayed statistics hand those chains' results on without applying them (GPT-2-small
+        on an H100 target: 917 -> 893 kernels, 108k -> 87k HLO instructions); where a
+        chain's results scale data in the same step (current statistics) XLA copies a scalar
+        chain into the kernels that read it, but runs each vector op as a kernel of its own
+        (the default policy's 1-layer GPT on an H100 target: 246 -> 260). Bit-exact.
     """
 
     data_dtype: str = "float16"
@@ -134,6 +142,7 @@ class Policy:
     scale_pack_width: int = 8
     statistics: str = "auto"
     group_statistics: bool = True
+    vectorize_scalar_chains: bool = False
 
     def __post_init__(self) -> None:
         if self.rescale_at is None:
@@ -226,7 +235,8 @@ class Policy:
                                   delayed_statistics=_DELAYED_MODE[self.statistics]))
         passes.append(Simplify(pack_scales=self.scale_packing,
                                pack_width=self.scale_pack_width,
-                               group_statistics=self.group_statistics))
+                               group_statistics=self.group_statistics,
+                               vectorize=self.vectorize_scalar_chains))
         return passes
 
     def pipeline(self) -> str:

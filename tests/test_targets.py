@@ -122,7 +122,8 @@ def test_gpu_targets_pack_scales_wider() -> None:
     than 8 in a kernel per scalar: GPUs get 64 to a vector, the others the default 8."""
     for name, t in table.TARGETS.items():
         assert t.scale_pack_width == (64 if t.platform == "gpu" else 8), name
-    assert Policy.for_target("h100").pipeline().endswith(",simplify{pack-width=64}")
+    assert Policy.for_target("h100").pipeline().endswith(
+        ",simplify{pack-width=64 vectorize=true}")
     assert Policy().scale_pack_width == 8
     with pytest.raises(ScalifyError, match="scale_pack_width must be >= 2"):
         Policy(scale_pack_width=1)
