@@ -170,6 +170,18 @@ def delayed_count(module: ir.Module) -> int:
     return delayed_count_of(entry_function(module))
 
 
+def takes_given_exponents(module: ir.Module) -> bool:
+    """Whether the entry function applies the exponents of the call before (``use`` mode:
+    its last argument is the vector of them), so that what its own statistics become is
+    handed on and scales no data of this call."""
+    func = entry_function(module)
+    count = len(func.regions[0].blocks[0].arguments)
+    if not count or "arg_attrs" not in func.attributes:
+        return False
+    info = dict_attr(func.attributes["arg_attrs"], count - 1).get("jax.arg_info")
+    return info is not None and ir.StringAttr(info).value == ARG_NAME
+
+
 def delayed_count_of(func: ir.Operation) -> int:
     attributes = func.attributes
     return ir.IntegerAttr(attributes[DELAYED_ATTR]).value if DELAYED_ATTR in attributes else 0

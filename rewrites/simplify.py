@@ -10,6 +10,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.collective_combine import combine_all_reduces
 from scalify_hlo.rewrites.constant_values import splat_constant_value
+from scalify_hlo.rewrites.delayed_statistics import takes_given_exponents
 from scalify_hlo.rewrites.dot_transposes import transposes_to_dots
 from scalify_hlo.rewrites.emitter import (
     Emitter,
@@ -170,10 +171,11 @@ class Simplify(ModulePass):
                                     "reduction (group-statistics: two kernels a group on "
                                     "XLA:GPU; XLA:TPU writes the concatenated rows out, a "
                                     "copy of every tensor, so TPU targets turn it off)")
-    vectorize: bool = option(False, "run the same chain of scalar ops on each element of a "
-                             "vector once on the vector (vectorize-scalar-chains: fewer "
-                             "kernels on XLA:GPU where the results are handed on, as with "
-                             "delayed statistics)")
+    vectorize: bool = option(False, "in a step that applies the exponents of the call "
+                             "before (delayed-statistics=use), run the same chain of scalar "
+                             "ops on each element of a vector once on the vector "
+                             "(vectorize-scalar-chains): fewer kernels on XLA:GPU where the "
+                             "results are handed on rather than applied")
 
     def validate(self) -> None:
         check_pack_width(self.pack_width)
@@ -213,7 +215,7 @@ class Simplify(ModulePass):
         context.bump("simplify.fp8-casts-fenced", fence_shared_fp8_casts(module))
         # After the packs and the fence: their vectors are what the chains read element by
         # element, and the concatenates they end in read the vectorized results back.
-        if self.vectorize:
+        if self.vectorize and takes_given_exponents(module):
             context.bump("simplify.scalar-ops-vectorized",
                          vectorize_scalar_chains(module, max_gather=self.pack_width))
         # Last: the all-reduces that scale agreement split (one per psum, and a kernel

@@ -111,14 +111,16 @@ class Policy:
         instead of one or two per statistic; XLA:TPU writes the concatenated rows out (a
         copy of every tensor it reads), so ``for_target`` turns it off on TPUs. Bit-exact
         for maxima; sums are regrouped (their last bits).
-    vectorize_scalar_chains: run the same chain of scalar ops on every element of a vector
-        (the delayed exponents a step is given, a statistics group's results) once on the
-        vector (``simplify``'s ``vectorize``). ``for_target`` turns it on for GPUs, whose
-        delayed statistics hand those chains' results on without applying them (GPT-2-small
-        on an H100 target: 917 -> 893 kernels, 108k -> 87k HLO instructions); where a
-        chain's results scale data in the same step (current statistics) XLA copies a scalar
-        chain into the kernels that read it, but runs each vector op as a kernel of its own
-        (the default policy's 1-layer GPT on an H100 target: 246 -> 260). Bit-exact.
+    vectorize_scalar_chains: in a step given the exponents of the call before (delayed
+        statistics from the second call on), run the same chain of scalar ops on every
+        element of a vector (those exponents, a statistics group's results) once on the
+        vector (``simplify``'s ``vectorize``; ``for_target`` turns it on for GPUs). There
+        the chains' results are handed on, not applied, and XLA:GPU compiled each chain into
+        multi-output scalar kernels (GPT-2-small, H100 target: 917 -> 893 kernels, 108k ->
+        87k HLO instructions). A step that applies what it measures is left as it is: XLA
+        copies a scalar chain into the kernels that read it but runs each vector op as a
+        kernel of its own (the default policy's 1-layer GPT on an H100 target: 246 -> 260).
+        Bit-exact.
     """
 
     data_dtype: str = "float16"

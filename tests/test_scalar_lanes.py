@@ -8,6 +8,7 @@ element alone, so every output must be bit-identical, and the chains must really
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -22,13 +23,16 @@ from scalify_hlo.signature import entry_signature, split_inputs
 from testdata import models
 
 
-def _pipeline(policy: Policy, vectorize: bool, delayed: str | None) -> str:
+def _pipeline(policy: Policy, vectorize: str, delayed: str | None) -> str:
+    """The policy's passes in ``delayed`` mode with simplify's ``vectorize`` option
+    (``option``), the pass after them (``pass``) or neither (``none``)."""
     passes = policy.passes()
     if delayed is not None:
         passes = with_delayed_mode(passes, delayed)
-    passes = [dataclasses.replace(p, vectorize=vectorize) if isinstance(p, Simplify) else p
-              for p in passes]
-    return ",".join(str(p) for p in passes)
+    passes = [dataclasses.replace(p, vectorize=vectorize == "option")
+              if isinstance(p, Simplify) else p for p in passes]
+    text = ",".join(str(p) for p in passes)
+    return text + ",vectorize-scalar-chains" if vectorize == "pass" else text
 
 
 def _inputs(original: str, rewritten: str, seed: int) -> list[np.ndarray]:
@@ -45,23 +49,44 @@ def _inputs(original: str, rewritten: str, seed: int) -> list[np.ndarray]:
                for spec in specs[len(inputs):]])
 
 
-@pytest.mark.parametrize(("target", "delayed"), [
-    ("h100", "use"),  # what a GPU training loop runs from its second call
-    ("h100", "measure"),  # its first call
-    (None, None),  # the default policy: current statistics, packs of 8
+@pytest.mark.parametrize(("target", "delayed", "how", "stat"), [
+    # what a GPU training loop runs from its second call: simplify vectorizes
+    ("h100", "use", "option", "simplify.scalar-ops-vectorized"),
+    # its first call, whose chains scale its data (simplify leaves them), and the default
+    # policy (current statistics): the pass alone
+    ("h100", "measure", "pass", "vectorize-scalar-chains.ops"),
+    (None, None, "pass", "vectorize-scalar-chains.ops"),
 ])
-def test_vectorized_step_is_bit_identical(target: str | None, delayed: str | None) -> None:
-    step_fn, example = models.gpt_step(n_layers=1, d_model=32, n_heads=2, context=8,
-                                       vocab=32, batch=2)
-    original = models.export_text(step_fn, example)
+def test_vectorized_step_is_bit_identical(target: str | None, delayed: str | None, how: str,
+                                          stat: str) -> None:
+    original = _gpt_text()
     policy = Policy.for_target(target) if target else Policy()
-    plain = rewrite_module_source(original, _pipeline(policy, False, delayed))
-    vectorized = rewrite_module_source(original, _pipeline(policy, True, delayed))
+    plain = rewrite_module_source(original, _pipeline(policy, "none", delayed))
+    vectorized = rewrite_module_source(original, _pipeline(policy, how, delayed))
     assert plain.error is None and vectorized.error is None
-    assert vectorized.context.stats["simplify.scalar-ops-vectorized"] > 0
+    assert vectorized.context.stats[stat] > 0
     plain_text, vectorized_text = plain.output.decode(), vectorized.output.decode()
     assert len(vectorized_text) < len(plain_text)
     inputs = _inputs(original, plain_text, seed=1)
     for want, got in zip(run_module(plain_text, inputs), run_module(vectorized_text, inputs),
                          strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_simplify_vectorizes_only_steps_given_their_exponents() -> None:
+    """Where a step applies what its statistics measure (current statistics, a delayed
+    step's first call), XLA:GPU runs each vector op as a kernel of its own, where it copied
+    the scalar chain into the kernels that read it: simplify's option leaves such steps."""
+    original = _gpt_text()
+    for policy, delayed in ((Policy.for_target("h100"), "measure"),
+                            (Policy.for_target("h100", statistics="current"), None)):
+        result = rewrite_module_source(original, _pipeline(policy, "option", delayed))
+        assert result.error is None
+        assert not result.context.stats.get("simplify.scalar-ops-vectorized"), delayed
+
+
+@functools.cache
+def _gpt_text() -> str:
+    step_fn, example = models.gpt_step(n_layers=1, d_model=32, n_heads=2, context=8,
+                                       vocab=32, batch=2)
+    return models.export_text(step_fn, example)

@@ -46,10 +46,9 @@ class Target:
     # estimated cycles grouped, 850,665 not; benchmarks/tpu.py).
     group_statistics: bool = True
     # Whether simplify runs the same scalar chain on every element of a vector once on the
-    # vector (Policy.vectorize_scalar_chains): with delayed statistics (GPUs) those chains'
-    # results are handed on, not applied, and GPT-2-small on an H100 target drops 917 -> 893
-    # kernels; with current statistics XLA runs each vector op as a kernel where it copied
-    # the scalar chain into its readers (default policy, 1-layer GPT, H100: 246 -> 260).
+    # vector in a step given its exponents (Policy.vectorize_scalar_chains): with delayed
+    # statistics (GPUs) those chains' results are handed on, not applied, and GPT-2-small on
+    # an H100 target drops 917 -> 893 kernels.
     vectorize_scalar_chains: bool = False
 
 
