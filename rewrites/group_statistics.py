@@ -10,11 +10,12 @@ encodings), and they were most of the kernels the rewrite added.
 Statistics that can be taken at the same point of a block are taken as one: each tensor
 flattened and cut into rows of ``ROW`` elements (its last row padded with the reduction's
 neutral value), the rows of every tensor of the group concatenated, one reduce of each
-row, and one more reduce of the row results masked per tensor (``_per_member``). XLA fuses
-the pads, reshapes and the concatenate into the row reduction, and the mask into the second,
-so a group is two kernels whatever its size (one where every tensor fits in a row; at most
-``GROUP`` tensors: XLA:GPU splits a fusion with more operands), and the scalars are slices
-of the vector, read where they are used.
+row, and one more reduce of the row results masked per tensor (``member_reduce.py``). XLA
+fuses the pads, reshapes and the concatenate into the row reduction, and the mask into the
+second, so a group is two kernels whatever its size (one where every tensor fits in a row;
+at most ``GROUP`` tensors: XLA:GPU splits a fusion with more operands), and the groups of
+one point share their second kernel; the scalars are slices of the vectors, read where they
+are used.
 
 Where: a statistic can be taken once the tensors it reads exist (the operands of its
 elementwise prelude, ``abs(convert(x))`` say, which is cloned beside the group as XLA would
@@ -37,6 +38,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
+from scalify_hlo.rewrites.member_reduce import combiner_region, per_member_of_groups
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 from scalify_hlo.rewrites.scale_epochs import _Epochs, move_to_epochs
@@ -48,6 +50,10 @@ ROW = 2048
 # reduction and splits a larger one (measured on an H100 target: 148 tensors in one group
 # took 88 kernels, in groups of 64 six).
 GROUP = 64
+# Groups of one point and kind whose second stages (the masked per-member reduce) are one
+# reduce: XLA:GPU fuses their padded row vectors into it (GPT-2-small's delayed step takes
+# 24 groups at its end, 24 second-stage kernels before).
+SECOND_STAGE = 32
 # The reducers this pass groups, by the op in their body, with the value a padded element
 # takes (the reduction's neutral value; a max reduce's own init, which it combines with).
 _COMBINERS = ("stablehlo.maximum", "stablehlo.add")
@@ -221,12 +227,14 @@ class _Block:
         return found
 
 
-def _groups(statistics: list[_Statistic]) -> list[tuple[int, list[_Statistic]]]:
+def _groups(statistics: list[_Statistic]) -> list[tuple[int, list[list[_Statistic]]]]:
     """Groups of statistics and the position each goes before, in block order: the fewest
     points that cover every statistic's interval (the earliest first use, and everything
     available by then), split by kind (combiner, init and element type must match to share
-    rows) and into at most ``GROUP``. A statistic whose prelude reads what another one's
-    waiting ops compute (its rescaled data, say) joins a later group than that one."""
+    rows) and into at most ``GROUP``; the groups of one point and kind together (at most
+    ``SECOND_STAGE``: they share a second stage). A statistic whose prelude reads what
+    another one's waiting ops compute (its rescaled data, say) joins a later group than
+    that one."""
     waits_on: dict[int, list[int]] = {}  # by position: an int hashes for free, an op does not
     for number, statistic in enumerate(statistics):
         for at, _ in statistic.chain:
@@ -248,10 +256,13 @@ def _groups(statistics: list[_Statistic]) -> list[tuple[int, list[_Statistic]]]:
             by_kind.setdefault((statistic.combiner, statistic.init, element), []).append(
                 statistic)
         for members in by_kind.values():
-            groups += [(point, members[i:i + GROUP]) for i in range(0, len(members), GROUP)]
+            chunks = [members[i:i + GROUP] for i in range(0, len(members), GROUP)]
+            chunks = [chunk for chunk in chunks if len(chunk) > 1]
+            groups += [(point, chunks[i:i + SECOND_STAGE])
+                       for i in range(0, len(chunks), SECOND_STAGE)]
         done.update(ready)
         pending = [n for n in pending if n not in done]
-    return [(point, members) for point, members in groups if len(members) > 1]
+    return [(point, chunks) for point, chunks in groups if chunks]
 
 
 def _size(value: ir.Value) -> int:
@@ -277,14 +288,6 @@ def _rows(emit: Emitter, value: ir.Value, pad: ir.Value, width: int) -> ir.Value
                    [ir.RankedTensorType.get([rows, width], element)]).result
 
 
-def _region(op: ir.Operation, combiner: str, element: ir.Type) -> None:
-    scalar = ir.RankedTensorType.get([], element)
-    block = op.regions[0].blocks.append(scalar, scalar)
-    inner = Emitter(ir.InsertionPoint(block), op.location)
-    inner.op("stablehlo.return", [inner.binary(combiner, block.arguments[0],
-                                               block.arguments[1])], [])
-
-
 def _clone_prelude(member: _Statistic, ip: ir.InsertionPoint) -> ir.Value:
     """The statistic's input, its prelude cloned at ``ip``."""
     mapping: dict[ir.Value, ir.Value] = {}
@@ -298,54 +301,13 @@ def _clone_prelude(member: _Statistic, ip: ir.InsertionPoint) -> ir.Value:
     return mapping.get(member.input, member.input)
 
 
-def _per_member(emit: Emitter, per_row: ir.Value, counts: list[int], pad: ir.Value,
-                combiner: str) -> ir.Value:
-    """The row results combined into one value per member (``counts``: each member's rows,
-    in order): the row vector itself where every member is one row, else one masked
-    reduce: the row vector broadcast to a row per member, each row keeping the member's own
-    row results (its first row to its last, from an iota) and the neutral value elsewhere,
-    reduced along the rows. Elementwise ops and a reduce: one kernel on XLA:GPU and TPU. A
-    scatter into a vector of neutral values took two on XLA:GPU (one filling the operand);
-    a gather of each member's rows cost XLA:TPU's cost model 10% more cycles."""
-    if max(counts) == 1:
-        return per_row
-    element = ir.RankedTensorType(per_row.type).element_type
-    total, members = sum(counts), len(counts)
-    i32 = ir.IntegerType.get_signless(32)
-    table = ir.RankedTensorType.get([members, total], i32)
-    firsts = np.cumsum([0, *counts[:-1]])
-
-    def by_member(values: np.ndarray) -> ir.Value:
-        column = emit.constant(np.asarray(values), ir.RankedTensorType.get([members], i32))
-        return emit.op("stablehlo.broadcast_in_dim", [column], [table],
-                       {"broadcast_dimensions": ir.DenseI64ArrayAttr.get([0])}).result
-
-    row = emit.op("stablehlo.iota", [], [table], {
-        "iota_dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)}).result
-    own = emit.binary("stablehlo.and", emit.compare("GE", row, by_member(firsts)),
-                      emit.compare("LT", row, by_member(firsts + np.asarray(counts))))
-    values_type = ir.RankedTensorType.get([members, total], element)
-    spread = emit.op("stablehlo.broadcast_in_dim", [per_row], [values_type],
-                     {"broadcast_dimensions": ir.DenseI64ArrayAttr.get([1])}).result
-    kept = emit.op("stablehlo.select", [own, spread, emit.broadcast_scalar(pad, values_type)],
-                   [values_type]).result
-    reduced = emit.op("stablehlo.reduce", [kept, pad],
-                      [ir.RankedTensorType.get([members], element)],
-                      {"dimensions": ir.DenseI64ArrayAttr.get([1])}, regions=1)
-    _region(reduced, combiner, element)
-    return reduced.result
-
-
-def _take_together(members: list[_Statistic], layout: _Block, point: int) -> None:
-    """Replace ``members``' reductions by one row reduction and one masked reduce,
-    before the op at ``point``; each result becomes a slice of the group's vector."""
-    before = layout.ops[point]
+def _first_stage(members: list[_Statistic], emit: Emitter, ip: ir.InsertionPoint,
+                 pad: ir.Value) -> tuple[ir.Value, list[int]]:
+    """The members' inputs (preludes cloned at ``ip``) cut into rows and concatenated, and
+    one reduce of each row: the row results, and how many rows each member has."""
     first = members[0]
     element = ir.RankedTensorType(first.input.type).element_type
-    ip = ir.InsertionPoint(before)
-    emit = Emitter(ip, first.reduce.location)
     inputs = [_clone_prelude(member, ip) for member in members]
-    pad = emit.splat(first.init, ir.RankedTensorType.get([], element))
     # Rows of ROW elements, or of the largest tensor's size (a power of two) when every
     # tensor is smaller: padding is work for the kernel's threads.
     width = min(ROW, 1 << (max(_size(value) for value in inputs) - 1).bit_length())
@@ -359,21 +321,42 @@ def _take_together(members: list[_Statistic], layout: _Block, point: int) -> Non
     row_values_type = ir.RankedTensorType.get([total], element)
     per_row = emit.op("stablehlo.reduce", [rows, pad], [row_values_type],
                       {"dimensions": ir.DenseI64ArrayAttr.get([1])}, regions=1)
-    _region(per_row, first.combiner, element)
-    vector = _per_member(emit, per_row.result, counts, pad, first.combiner)
-    for index, member in enumerate(members):
-        member.reduce.results[0].replace_all_uses_with(emit.element(vector, index))
-        member.reduce.erase()
-        # The waiting ops after the slice they now read, in block order. Groups go in
-        # block order and ops only move down to a group, so an op is before this group's
-        # point iff it was before it in the block as parsed (MLIR's is_before_in_block
-        # renumbers the block after each move: quadratic).
-        for at, op in member.chain:
-            if at < point:
-                op.move_before(before)
-        for op in reversed(member.prelude):  # the originals nothing else uses (one result)
-            if next(iter(op.result.uses), None) is None:
-                op.erase()
+    combiner_region(per_row, first.combiner, element)
+    return per_row.result, counts
+
+
+def _take_together(groups: list[list[_Statistic]], layout: _Block, point: int) -> None:
+    """Replace the reductions of ``groups`` (of one kind, taken at one point) by one row
+    reduction each and, where a member has more than one row, one masked reduce for all of
+    them, before the op at ``point``; each result becomes an element of its group's
+    vector."""
+    before = layout.ops[point]
+    first = groups[0][0]
+    element = ir.RankedTensorType(first.input.type).element_type
+    ip = ir.InsertionPoint(before)
+    emit = Emitter(ip, first.reduce.location)
+    pad = emit.splat(first.init, ir.RankedTensorType.get([], element))
+    stages = [_first_stage(members, emit, ip, pad) for members in groups]
+    one_row = [max(counts) == 1 for _, counts in stages]
+    masked = [stage for stage, single in zip(stages, one_row, strict=True) if not single]
+    masked_vectors = iter(per_member_of_groups(
+        emit, [per_row for per_row, _ in masked], [counts for _, counts in masked], pad,
+        first.combiner) if masked else [])
+    for members, (per_row, _), single in zip(groups, stages, one_row, strict=True):
+        vector = per_row if single else next(masked_vectors)
+        for index, member in enumerate(members):
+            member.reduce.results[0].replace_all_uses_with(emit.element(vector, index))
+            member.reduce.erase()
+            # The waiting ops after the slice they now read, in block order. Groups go in
+            # block order and ops only move down to a group, so an op is before this
+            # group's point iff it was before it in the block as parsed (MLIR's
+            # is_before_in_block renumbers the block after each move: quadratic).
+            for at, op in member.chain:
+                if at < point:
+                    op.move_before(before)
+            for op in reversed(member.prelude):  # the originals nothing else uses
+                if next(iter(op.result.uses), None) is None:
+                    op.erase()
 
 
 def group_block(block: ir.Block, kinds: dict[ir.Value, tuple[str, float]] | None = None
@@ -386,9 +369,9 @@ def group_block(block: ir.Block, kinds: dict[ir.Value, tuple[str, float]] | None
         return 0
     layout = _Block(epochs, order)
     groups = _groups(layout.statistics(kinds))
-    for point, members in groups:
-        _take_together(members, layout, point)
-    return sum(len(members) for _, members in groups)
+    for point, chunks in groups:
+        _take_together(chunks, layout, point)
+    return sum(len(members) for _, chunks in groups for members in chunks)
 
 
 def group_statistics(module: ir.Module) -> int:
