@@ -41,6 +41,8 @@ MAX_LANES = 4096
 # concatenate of a scalar per lane); longer bundles keep such ops scalar. simplify passes
 # its pack width: XLA:CPU runs a wider concatenate as a kernel per operand.
 MAX_GATHER = 64
+# Attributes that describe the scalar's layout on devices, not the op: not copied.
+_SHARDINGS = ("mhlo.sharding", "sdy.sharding")
 # A bundle's op is vectorized when at least one lane in this many uses it (it runs on all).
 MIN_SHARE = 8
 
@@ -161,8 +163,10 @@ class _Lanes:
                 continue
             values = {lane: op.operands[index] for lane, op in members.items()}
             operands.append(_operand_vector(emit, values, size))
+        attributes = {attr: value for attr, value in attributes_of(first).items()
+                      if attr not in _SHARDINGS}  # a scalar's sharding is no vector's
         vector = emit.op(name, operands, [ir.RankedTensorType.get([size], element)],
-                         attributes_of(first)).result
+                         attributes).result
         lanes = {}
         for lane, op in members.items():
             read = _read_element(emit, vector, lane)

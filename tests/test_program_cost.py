@@ -76,3 +76,19 @@ def test_h100_fusions(mode: str, reference: str, fusions: float) -> None:
         f"{reference}'s {base.fusions}")
     if mode == "default":
         assert got.cublas_f8 == base.cublas_f8 > 0  # every FP8 dot a cuBLASLt FP8 GEMM
+
+
+@pytest.mark.skipif(not gpu_aot.available(), reason="the gpu-aot extra is not installed")
+def test_h100_target_step_fusions() -> None:
+    """What a GPU training loop runs from its second call (the H100 target's policy, given
+    the exponents of the call before): within the scale-cost issue's 1.2x of the FP8
+    floor's kernels, every FP8 dot a cuBLASLt FP8 GEMM."""
+    from scalify_hlo import Policy
+    from scalify_hlo.rewrites.delayed_statistics import with_delayed_mode
+
+    passes = with_delayed_mode(Policy.for_target("h100").passes(), "use")
+    got = gpu_aot.compile_h100(rewrite_text(texts()["original"],
+                                            ",".join(str(p) for p in passes)))
+    base = gpu_aot.compile_h100(texts()["floor"])
+    assert got.fusions <= 1.2 * base.fusions, (got.fusions, base.fusions)
+    assert got.cublas_f8 == base.cublas_f8 > 0
