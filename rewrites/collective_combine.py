@@ -218,11 +218,7 @@ def _combined(emit: Emitter, members: list[ir.Operation]) -> list[ir.Value]:
     parts, offset = [], 0
     results = [result for member in members for result in member.results]
     for size, result in zip(sizes, results, strict=True):
-        piece = emit.op("stablehlo.slice", [reduce.result],
-                        [ir.RankedTensorType.get([size], element)], {
-                            "start_indices": ir.DenseI64ArrayAttr.get([offset]),
-                            "limit_indices": ir.DenseI64ArrayAttr.get([offset + size]),
-                            "strides": ir.DenseI64ArrayAttr.get([1])}).result
+        piece = emit.slice(reduce.result, offset, offset + size)
         parts.append(_reshaped(emit, piece, result.type))
         offset += size
     return parts

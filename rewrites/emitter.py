@@ -408,6 +408,15 @@ class Emitter:
                        [ir.RankedTensorType.get([len(parts)], element)],
                        {"dimension": dimension}).result
 
+    def slice(self, vector: ir.Value, start: int, stop: int) -> ir.Value:
+        """``vector[start:stop]`` of a rank-1 vector (a static slice, stride 1)."""
+        element = ir.RankedTensorType(vector.type).element_type
+        return self.op("stablehlo.slice", [vector],
+                       [ir.RankedTensorType.get([stop - start], element)], {
+                           "start_indices": ir.DenseI64ArrayAttr.get([start]),
+                           "limit_indices": ir.DenseI64ArrayAttr.get([stop]),
+                           "strides": ir.DenseI64ArrayAttr.get([1])}).result
+
     def element(self, vector: ir.Value, index: int) -> ir.Value:
         """Element ``index`` of a vector as a rank-0 value: a static slice and a reshape (the
         reshape alone for a vector of one)."""
@@ -415,11 +424,8 @@ class Emitter:
         element = vector_type.element_type
         if vector_type.shape == [1]:
             return self.unary("stablehlo.reshape", vector, scalar_type(element))
-        one = self.op("stablehlo.slice", [vector], [ir.RankedTensorType.get([1], element)], {
-            "start_indices": ir.DenseI64ArrayAttr.get([index]),
-            "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
-            "strides": ir.DenseI64ArrayAttr.get([1])}).result
-        return self.unary("stablehlo.reshape", one, scalar_type(element))
+        return self.unary("stablehlo.reshape", self.slice(vector, index, index + 1),
+                          scalar_type(element))
 
     def reduce_all(self, x: ir.Value, combiner: str, init: float) -> ir.Value:
         """Reduce every dimension of ``x`` with an elementwise ``combiner`` to a rank-0 value

@@ -38,7 +38,11 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.emitter import Emitter, ops_named
-from scalify_hlo.rewrites.member_reduce import combiner_region, per_member_of_groups
+from scalify_hlo.rewrites.member_reduce import (
+    combiner_region,
+    pad_to,
+    per_member_of_groups,
+)
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 from scalify_hlo.rewrites.scale_epochs import _Epochs, move_to_epochs
@@ -279,11 +283,7 @@ def _rows(emit: Emitter, value: ir.Value, pad: ir.Value, width: int) -> ir.Value
         if t.rank != 1:
             flat = emit.op("stablehlo.reshape", [value],
                            [ir.RankedTensorType.get([size], element)]).result
-        flat = emit.op("stablehlo.pad", [flat, pad],
-                       [ir.RankedTensorType.get([rows * width], element)], {
-                           "edge_padding_low": ir.DenseI64ArrayAttr.get([0]),
-                           "edge_padding_high": ir.DenseI64ArrayAttr.get([rows * width - size]),
-                           "interior_padding": ir.DenseI64ArrayAttr.get([0])}).result
+        flat = pad_to(emit, flat, pad, rows * width)
     return emit.op("stablehlo.reshape", [flat],
                    [ir.RankedTensorType.get([rows, width], element)]).result
 

@@ -188,12 +188,9 @@ class _LoopHoist:
         for argument, (_, positions) in zip(arguments, packs, strict=True):
             element = argument.type.element_type
             for index, position in enumerate(positions):
-                one = emit.op("stablehlo.slice", [argument],
-                              [ir.RankedTensorType.get([1], element)], {
-                                  "start_indices": ir.DenseI64ArrayAttr.get([index]),
-                                  "limit_indices": ir.DenseI64ArrayAttr.get([index + 1]),
-                                  "strides": ir.DenseI64ArrayAttr.get([1])}).result
-                taken[position] = emit.unary("stablehlo.reshape", one, scalar_type(element))
+                taken[position] = emit.unary("stablehlo.reshape",
+                                             emit.slice(argument, index, index + 1),
+                                             scalar_type(element))
         return taken
 
 

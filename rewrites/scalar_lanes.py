@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Emitter, attributes_of, defining_op
+from scalify_hlo.rewrites.emitter import Emitter, attributes_of, defining_op, ops_named
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
@@ -169,7 +169,7 @@ class _Lanes:
                          attributes).result
         lanes = {}
         for lane, op in members.items():
-            read = _read_element(emit, vector, lane)
+            read = emit.element(vector, lane)  # a bundle has two lanes or more
             op.results[0].replace_all_uses_with(read)
             lanes[lane] = read
         for op in members.values():  # after the reads: they go before the first member
@@ -195,17 +195,6 @@ def _operand_vector(emit: Emitter, values: dict[int, ir.Value], size: int) -> ir
         "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
 
 
-def _read_element(emit: Emitter, vector: ir.Value, lane: int) -> ir.Value:
-    """Element ``lane`` of ``vector`` as a rank-0 value (a slice and a reshape, always: the
-    concatenates that merge slices back look for them)."""
-    element = ir.RankedTensorType(vector.type).element_type
-    one = emit.op("stablehlo.slice", [vector], [ir.RankedTensorType.get([1], element)], {
-        "start_indices": ir.DenseI64ArrayAttr.get([lane]),
-        "limit_indices": ir.DenseI64ArrayAttr.get([lane + 1]),
-        "strides": ir.DenseI64ArrayAttr.get([1])}).result
-    return emit.unary("stablehlo.reshape", one, ir.RankedTensorType.get([], element))
-
-
 def _slice_of(value: ir.Value) -> tuple[ir.Value, int, int] | None:
     """``(v, start, stop)`` when ``value`` (rank 1) is ``v[start:stop]`` with stride 1,
     looking through the reshapes of one element to rank 0 and back."""
@@ -228,6 +217,12 @@ def _slice_of(value: ir.Value) -> tuple[ir.Value, int, int] | None:
             ir.DenseI64ArrayAttr(attrs["limit_indices"])[0])
 
 
+def _block_ops(block: ir.Block, name: str) -> list[ir.Operation]:
+    """The ops of ``block`` named ``name``, in order, from the C++ walk (``ops_named``):
+    listing a step's whole block through the bindings costs a Python object per op."""
+    return [op for op in ops_named(block.owner, name) if op.block == block]
+
+
 def _length(vector: ir.Value) -> int:
     return ir.RankedTensorType(vector.type).shape[0]
 
@@ -237,7 +232,7 @@ def merge_adjacent_slices(block: ir.Block) -> int:
     one vector read it as one slice, and one that reads a whole vector in order is that
     vector. Returns how many concatenates changed."""
     changed = 0
-    for op in [op.operation for op in block.operations if op.name == "stablehlo.concatenate"]:
+    for op in _block_ops(block, "stablehlo.concatenate"):
         operands = list(op.operands)
         if ir.RankedTensorType(op.results[0].type).rank != 1:
             continue
@@ -262,12 +257,7 @@ def merge_adjacent_slices(block: ir.Block) -> int:
             if (start, stop) == (0, _length(source)):
                 merged.append(source)
                 continue
-            element = ir.RankedTensorType(source.type).element_type
-            merged.append(emit.op("stablehlo.slice", [source],
-                                  [ir.RankedTensorType.get([stop - start], element)], {
-                                      "start_indices": ir.DenseI64ArrayAttr.get([start]),
-                                      "limit_indices": ir.DenseI64ArrayAttr.get([stop]),
-                                      "strides": ir.DenseI64ArrayAttr.get([1])}).result)
+            merged.append(emit.slice(source, start, stop))
         result = merged[0] if len(merged) == 1 else emit.op(
             "stablehlo.concatenate", merged, [op.results[0].type], attributes_of(op)).result
         op.results[0].replace_all_uses_with(result)
@@ -281,9 +271,7 @@ def _seeds(block: ir.Block) -> list[tuple[ir.Value, int, dict[int, ir.Value]]]:
     lanes: the first rank-0 read of each element."""
     found: dict[ir.Value, dict[int, ir.Value]] = {}
     sizes: dict[ir.Value, int] = {}
-    for op in block.operations:
-        if op.name != "stablehlo.reshape":
-            continue
+    for op in _block_ops(block, "stablehlo.reshape"):
         result = op.results[0]
         if ir.RankedTensorType(result.type).rank != 0:
             continue
