@@ -143,15 +143,21 @@ def passes() -> None:
             click.echo(f"    {option.describe()}")
 
 
+# How `targets` describes a target's scale packing (Policy.scale_packing).
+_PACKING = {"arguments": "", "all": ", every scale epoch packed", "none": ", scales not packed"}
+
+
 @cli.command()
 def targets() -> None:
     """List the chips --target knows: data type, FP8 dots, statistics in compile_scaled
-    (rewrite --target keeps them current) and whether they are grouped, and why."""
+    (rewrite --target keeps them current), whether they are grouped, how scales are packed,
+    and why."""
     for info in TARGETS.values():
         dots = "FP8 dots" if info.fp8_dots else "no FP8"
         grouped = "" if info.group_statistics else ", not grouped"
+        packed = _PACKING[info.scale_packing]
         click.echo(f"{info.name}: {info.platform}, {info.data_dtype} data, {dots}, "
-                   f"{info.statistics} statistics{grouped}: {info.reason}")
+                   f"{info.statistics} statistics{grouped}{packed}: {info.reason}")
 
 
 for _command in [*COMMANDS, *EXPLAIN_COMMANDS, *DEMO_COMMANDS]:

@@ -101,7 +101,8 @@ class Policy:
         of a rank-0 kernel each), all (every scale epoch: XLA:CPU copies each chain into
         every fusion that uses it, and packed the 2-layer GPT step compiles about a fifth
         faster at the same step time, while on a GPU each pack is one more kernel; what
-        ``for_target`` picks for XLA:CPU) or none. Bit-exact either way.
+        ``for_target`` picks for XLA:CPU) or none (what it picks for TPUs, where XLA's cost
+        model prices a pack above the scalars it replaces). Bit-exact either way.
     scale_pack_width: scalars per packed vector (``pack-width``, at least 2): XLA:CPU runs
         the concatenate of a wider one as a kernel per scalar, XLA:GPU as one kernel, so
         ``for_target`` gives GPUs 64 (the 2-layer GPT on an H100 target, delayed

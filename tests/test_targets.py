@@ -134,16 +134,19 @@ def test_tpu_targets_take_statistics_apart() -> None:
     read): TPU targets turn grouping off, the other targets keep it."""
     for name, t in table.TARGETS.items():
         assert t.group_statistics == (t.platform != "tpu"), name
-    assert Policy.for_target("v6e").pipeline().endswith(",simplify{group-statistics=false}")
+    assert Policy.for_target("v6e").pipeline().endswith(
+        ",simplify{pack-scales=none group-statistics=false}")
     assert Policy().group_statistics and "group-statistics" not in Policy().pipeline()
     text = Policy.for_target("tpu7x").pipeline()
-    assert "simplify{group-statistics=false}" in text
-    assert not Policy.for_target("tpu7x", group_statistics=True).pipeline().endswith("}")
+    assert "simplify{pack-scales=none group-statistics=false}" in text
+    assert Policy.for_target("tpu7x", group_statistics=True).pipeline().endswith(
+        "simplify{pack-scales=none}")
     listed = run_cli("targets")
     assert listed.returncode == 0, listed.stderr
     lines = {line.partition(":")[0]: line for line in listed.stdout.splitlines()}
-    assert "auto statistics, not grouped:" in lines["v6e"]
+    assert "auto statistics, not grouped, scales not packed:" in lines["v6e"]
     assert "not grouped" not in lines["h100"] and "not grouped" not in lines["cpu"]
+    assert "every scale epoch packed:" in lines["cpu"] and "packed" not in lines["h100"]
 
 
 def test_cpu_target_packs_every_scale_epoch_and_computes_the_same_step() -> None:
@@ -155,6 +158,24 @@ def test_cpu_target_packs_every_scale_epoch_and_computes_the_same_step() -> None
     assert on_cpu.text.count("optimization_barrier") > default.text.count(
         "optimization_barrier") >= 1
     got, want = jax.tree.leaves(on_cpu(*args)), jax.tree.leaves(default(*args))  # data, scales
+    assert len(got) == len(want) > 2
+    assert all(jnp.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+def test_tpu_targets_pack_no_scales_and_compute_the_same_step() -> None:
+    """XLA:TPU's cost model prices the packs (a vector kernel the scalars wait for) above
+    the scalars they replace: TPU targets pack nothing; the step is bit for bit the one
+    with the argument epoch packed."""
+    for name, t in table.TARGETS.items():
+        assert (t.scale_packing == "none") == (t.platform == "tpu"), name
+    assert "pack-scales=none" in Policy.for_target("v6e").pipeline()
+    fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
+    unpacked = compile_scaled(fn, *args, target="v6e")
+    packed = compile_scaled(fn, *args, policy=Policy.for_target(
+        "v6e", scale_packing="arguments"))
+    assert "optimization_barrier" not in unpacked.text
+    assert "optimization_barrier" in packed.text
+    got, want = jax.tree.leaves(unpacked(*args)), jax.tree.leaves(packed(*args))
     assert len(got) == len(want) > 2
     assert all(jnp.array_equal(a, b) for a, b in zip(got, want, strict=True))
 

@@ -26,12 +26,16 @@ class Target:
     reason: str
     # Which scale arithmetic simplify packs (Policy.scale_packing): every epoch on XLA:CPU,
     # which copies each scalar chain into every fusion that reads it (a pack costs a kernel
-    # on accelerators, nothing that matters on a CPU, and shortens XLA:CPU's compile).
+    # on accelerators, nothing that matters on a CPU, and shortens XLA:CPU's compile); the
+    # argument epoch on GPUs, where it saves a rank-0 kernel per value; none on TPUs, where
+    # the packs only cost (2-layer GPT, target policy, XLA:TPU's estimates: v6e 513,934 ->
+    # 482,028 cycles, 225 -> 210 fusions; tpu7x 850,665 -> 816,119, 429 -> 414; GPT-2-small
+    # on tpu7x 14.22M -> 14.12M cycles, 2224 -> 2179 fusions; benchmarks/tpu.py).
     scale_packing: str = "arguments"
     # Scalars per packed vector (Policy.scale_pack_width): XLA:GPU computes a pack of up to
     # about 80 in one kernel, XLA:CPU a pack of more than 8 in a kernel per scalar (the
     # 1-layer GPT, f32 mode: 183 -> 239 XLA:CPU fusions at 64; on an H100 target, delayed
-    # statistics: 111 -> 105). TPUs keep 8 until measured.
+    # statistics: 111 -> 105). (TPUs pack nothing.)
     scale_pack_width: int = 8
     # Where rescale points take their exponent (Policy.statistics): delayed on GPUs, where a
     # statistic that waits for its data splits a kernel in two (on an H100 target, GPT-2-small:
@@ -55,7 +59,7 @@ class Target:
 # What every GPU target gets beyond its data type and dots (the fields' comments say why).
 _GPU = {"statistics": "delayed", "scale_pack_width": 64, "vectorize_scalar_chains": True}
 # What every TPU target gets beyond its data type and dots.
-_TPU = {"group_statistics": False}
+_TPU = {"group_statistics": False, "scale_packing": "none"}
 _BF16_INT8_MXU = "bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a bf16 one"
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
