@@ -33,13 +33,32 @@ def test_policy_for_target_picks_the_chips_data_type_and_dots(name: str) -> None
     assert (policy.data_dtype, policy.fp8_dots) == EXPECTED[name]
 
 
-def test_gpu_targets_delay_statistics() -> None:
+def test_gpu_targets_and_tpu7x_delay_statistics() -> None:
     """On a GPU a statistic that a value waits for splits its kernel in two, so GPU targets
-    delay them (statistics="delayed"); the others delay them only on a partitioned step."""
+    delay them (statistics="delayed"), and so does tpu7x, whose FP8 operands' amaxes XLA's
+    cost model prices lower delayed; the others delay them only on a partitioned step."""
     for name, info in table.TARGETS.items():
-        expected = "delayed" if info.platform == "gpu" else "auto"
+        expected = "delayed" if info.platform == "gpu" or name == "tpu7x" else "auto"
         assert Policy.for_target(name).statistics == expected, name
     assert Policy.for_target("h100", statistics="current").statistics == "current"
+
+
+def test_compile_scaled_for_tpu7x_carries_delayed_exponents_between_calls() -> None:
+    """The tpu7x policy (bf16 data, FP8 dots, delayed statistics, nothing packed) runs here
+    too: its second call applies the exponents the first measured, and both stay within
+    FP8's error of the step in f32."""
+    fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
+    step = compile_scaled(fn, *args, target="tpu7x")
+    assert "delayed-statistics=measure" in step.pipeline and step.delayed_text
+    assert "xbf16>" in step.text and "f8E4M3FN" in step.text
+    first = step(*args)
+    again = step(first[0], *args[1:])  # the outputs fed back: the program that uses them
+    reference = jax.jit(fn)
+    want_first = reference(*args)
+    want_again = reference(want_first[0], *args[1:])
+    for got, want in ((first, want_first), (again, want_again)):
+        loss, expected = float(got[1].unscale()), float(want[1])
+        assert abs(loss - expected) <= 0.05 * abs(expected), (loss, expected)
 
 
 def test_compile_scaled_for_a_gpu_carries_delayed_exponents_between_calls() -> None:
