@@ -35,6 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 from jax.extend.mlir import ir
 
+from scalify_hlo.names import ARG_NAME_ATTR, RESULT_NAME_ATTR, string_attr
 from scalify_hlo.rewrites.emitter import Emitter, Types
 from scalify_hlo.rewrites.registry import ModulePass
 from scalify_hlo.rewrites.signature_split import dict_attr, replicated_attrs
@@ -126,7 +127,7 @@ class DelayedExponents:
                 given = block.add_argument(vector_type, func.location)
                 inputs.append(vector_type)
                 func.attributes["arg_attrs"] = _appended(func, "arg_attrs", len(inputs) - 1,
-                                                         "jax.arg_info")
+                                                         ARG_NAME_ATTR)
             at = Emitter(ir.InsertionPoint(block.operations[0]), func.location, types=types)
             for index, stand_in in enumerate(self._given, start=existing):
                 stand_in.results[0].replace_all_uses_with(at.element(given, index))
@@ -136,7 +137,7 @@ class DelayedExponents:
         else:
             results.append(vector_type)
             func.attributes["res_attrs"] = _appended(func, "res_attrs", len(results) - 1,
-                                                     "jax.result_info")
+                                                     RESULT_NAME_ATTR)
         emit.op("func.return", [*operands, measured], [])
         ret.erase()
         func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
@@ -176,10 +177,8 @@ def takes_given_exponents(module: ir.Module) -> bool:
     handed on and scales no data of this call."""
     func = entry_function(module)
     count = len(func.regions[0].blocks[0].arguments)
-    if not count or "arg_attrs" not in func.attributes:
-        return False
-    info = dict_attr(func.attributes["arg_attrs"], count - 1).get("jax.arg_info")
-    return info is not None and ir.StringAttr(info).value == ARG_NAME
+    attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
+    return bool(count) and string_attr(attrs, count - 1, ARG_NAME_ATTR) == ARG_NAME
 
 
 def delayed_count_of(func: ir.Operation) -> int:

@@ -183,16 +183,12 @@ def _operand_vector(emit: Emitter, values: dict[int, ir.Value], size: int) -> ir
     """The vector an operand that is no lane of a bundle becomes: a broadcast of the scalar
     every lane reads, or the lanes' scalars in order (an unused lane repeats one)."""
     distinct = set(values.values())
-    element = next(iter(distinct)).type.element_type
-    vector_type = ir.RankedTensorType.get([size], element)
     if len(distinct) == 1:
-        return emit.broadcast_scalar(distinct.pop(), vector_type)
+        scalar = distinct.pop()
+        return emit.broadcast_scalar(
+            scalar, ir.RankedTensorType.get([size], scalar.type.element_type))
     filler = next(iter(values.values()))
-    one = ir.RankedTensorType.get([1], element)
-    parts = [emit.unary("stablehlo.reshape", values.get(lane, filler), one)
-             for lane in range(size)]
-    return emit.op("stablehlo.concatenate", parts, [vector_type], {
-        "dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
+    return emit.vector_of([values.get(lane, filler) for lane in range(size)])
 
 
 def _slice_of(value: ir.Value) -> tuple[ir.Value, int, int] | None:

@@ -70,7 +70,6 @@ def test_compile_scaled_for_a_gpu_carries_delayed_exponents_between_calls() -> N
     assert jnp.isfinite(again[1].unscale())
 
 
-
 def test_compile_scaled_for_a_gpu_takes_a_function_with_one_delayed_point() -> None:
     """A layer norm and a dot (inference, no gradients): scalify's one delayed point, then
     fp8-dots' two. The second pass's longer vector once left scalify's read of the first
@@ -86,6 +85,7 @@ def test_compile_scaled_for_a_gpu_takes_a_function_with_one_delayed_point() -> N
     step(x, w)
     out = step(x, w)  # the program that applies the first call's exponents
     assert jnp.allclose(out.unscale(), layer_norm_dot(x, w), atol=0.2)
+
 
 def test_bf16_targets_do_not_rescale_like_f16() -> None:
     # Rescale points are for f16's 5-bit exponent; bf16 data keeps f32's range.
@@ -168,6 +168,13 @@ def test_tpu_targets_take_statistics_apart() -> None:
     assert "every scale epoch packed:" in lines["cpu"] and "packed" not in lines["h100"]
 
 
+def _assert_bit_identical(got_outputs: object, want_outputs: object) -> None:
+    """Two steps' outputs, every leaf (data and scales) equal bit for bit."""
+    got, want = jax.tree.leaves(got_outputs), jax.tree.leaves(want_outputs)
+    assert len(got) == len(want) > 2
+    assert all(jnp.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
 def test_cpu_target_packs_every_scale_epoch_and_computes_the_same_step() -> None:
     """On XLA:CPU every epoch is packed (faster compiles): the step is bit for bit the
     default policy's, and its module has a pack per epoch, not only the arguments'."""
@@ -176,9 +183,7 @@ def test_cpu_target_packs_every_scale_epoch_and_computes_the_same_step() -> None
     default = compile_scaled(fn, *args, policy=Policy())
     assert on_cpu.text.count("optimization_barrier") > default.text.count(
         "optimization_barrier") >= 1
-    got, want = jax.tree.leaves(on_cpu(*args)), jax.tree.leaves(default(*args))  # data, scales
-    assert len(got) == len(want) > 2
-    assert all(jnp.array_equal(a, b) for a, b in zip(got, want, strict=True))
+    _assert_bit_identical(on_cpu(*args), default(*args))
 
 
 def test_tpu_targets_pack_no_scales_and_compute_the_same_step() -> None:
@@ -194,9 +199,7 @@ def test_tpu_targets_pack_no_scales_and_compute_the_same_step() -> None:
         "v6e", scale_packing="arguments"))
     assert "optimization_barrier" not in unpacked.text
     assert "optimization_barrier" in packed.text
-    got, want = jax.tree.leaves(unpacked(*args)), jax.tree.leaves(packed(*args))
-    assert len(got) == len(want) > 2
-    assert all(jnp.array_equal(a, b) for a, b in zip(got, want, strict=True))
+    _assert_bit_identical(unpacked(*args), packed(*args))
 
 
 def test_compile_scaled_with_a_target_rewrites_for_its_data_type() -> None:
