@@ -14,6 +14,7 @@ from scalify_hlo.rewrites import (  # noqa: F401  (registration)
     scale_epochs,
     scalify,
     simplify,
+    slice_statistics,
     statistics_fence,
 )
 from scalify_hlo.rewrites.registry import (

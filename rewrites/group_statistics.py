@@ -99,7 +99,7 @@ def _combiner(reduce: ir.Operation) -> str | None:
     return ops[0].name
 
 
-def _full_reduction(op: ir.Operation) -> tuple[str, float] | None:
+def full_reduction(op: ir.Operation) -> tuple[str, float] | None:
     """(combiner, init) of a reduce of one float tensor over every dimension to a scalar
     whose init is the combiner's neutral value for padding (any init for max, 0 for add)."""
     if op.name != "stablehlo.reduce" or len(op.operands) != 2 or len(op.results) != 1:
@@ -214,13 +214,13 @@ class _Block:
 
     def statistics(self, kinds: dict[ir.Value, tuple[str, float]] | None = None
                    ) -> list[_Statistic]:
-        """The block's full reductions; ``kinds``: ``_full_reduction`` of every one of them
+        """The block's full reductions; ``kinds``: ``full_reduction`` of every one of them
         by its result, where the caller has it already."""
         found = []
         for at, op in enumerate(self.ops):
             if op.name != "stablehlo.reduce":
                 continue
-            kind = _full_reduction(op) if kinds is None else kinds.get(op.results[0])
+            kind = full_reduction(op) if kinds is None else kinds.get(op.results[0])
             if kind is None:
                 continue
             prelude, reads, available = self.prelude(op.operands[0])
@@ -386,7 +386,7 @@ def group_statistics(module: ir.Module) -> int:
     counts: dict[ir.Block, int] = {}  # in walk order
     kinds: dict[ir.Value, tuple[str, float]] = {}  # full reduction's result -> its kind
     for reduce in ops_named(module.operation, "stablehlo.reduce"):
-        kind = _full_reduction(reduce)
+        kind = full_reduction(reduce)
         if kind is not None:
             kinds[reduce.results[0]] = kind
             block = reduce.operation.block
