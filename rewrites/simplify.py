@@ -213,7 +213,8 @@ class Simplify(ModulePass):
             context.bump("simplify.scales-packed", materialize_scales(
                 module, arguments_only=self.pack_scales == "arguments", width=self.pack_width))
         # After everything that moves or merges scalar ops: their order is what it fixes.
-        context.bump("simplify.statistics-fenced", fence_delayed_statistics(module))
+        context.bump("simplify.statistics-fenced", fence_delayed_statistics(
+            module, packed=self.pack_scales != "none"))
         # After CSE, which leaves one cast where a tensor was cast twice the same way.
         context.bump("simplify.fp8-casts-fenced", fence_shared_fp8_casts(module))
         # After the fence, which takes reductions to a scalar for the statistics it fences

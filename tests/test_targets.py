@@ -202,6 +202,23 @@ def test_tpu_targets_pack_no_scales_and_compute_the_same_step() -> None:
     _assert_bit_identical(unpacked(*args), packed(*args))
 
 
+def test_tpu7x_fences_its_statistics_as_scalars_and_computes_the_same_step() -> None:
+    """XLA:TPU copies each element of a vector out in a kernel of slices: where nothing is
+    packed, the statistics a delayed step hands on go through its barrier as scalars, and
+    the step is bit for bit the one with them packed."""
+    fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
+    scalars = compile_scaled(fn, *args, target="tpu7x")
+    packed = compile_scaled(fn, *args, policy=Policy.for_target(
+        "tpu7x", scale_packing="arguments"))
+    barriers = [line for line in scalars.delayed_text.splitlines()
+                if "optimization_barrier" in line]
+    assert len(barriers) == 1 and ": tensor<f32>, tensor<f32>, tensor<f32> " in barriers[0]
+    assert "tensor<3xf32> loc" in packed.delayed_text
+    first, first_packed = scalars(*args), packed(*args)
+    _assert_bit_identical(first, first_packed)
+    _assert_bit_identical(scalars(first[0], *args[1:]), packed(first_packed[0], *args[1:]))
+
+
 def test_compile_scaled_with_a_target_rewrites_for_its_data_type() -> None:
     fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
     step = compile_scaled(fn, *args, target="v6e")
