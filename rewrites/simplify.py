@@ -212,16 +212,16 @@ class Simplify(ModulePass):
         if self.pack_scales != "none":
             context.bump("simplify.scales-packed", materialize_scales(
                 module, arguments_only=self.pack_scales == "arguments", width=self.pack_width))
+        # Before the fence, which takes the vector of pieces through its barrier whole where
+        # nothing is packed (XLA:TPU would copy each element out). Grouping takes each
+        # piece's statistic in its rows already.
+        if not self.group_statistics:
+            context.bump("simplify.slice-statistics-merged", slice_statistics(module))
         # After everything that moves or merges scalar ops: their order is what it fixes.
         context.bump("simplify.statistics-fenced", fence_delayed_statistics(
             module, packed=self.pack_scales != "none"))
         # After CSE, which leaves one cast where a tensor was cast twice the same way.
         context.bump("simplify.fp8-casts-fenced", fence_shared_fp8_casts(module))
-        # After the fence, which takes reductions to a scalar for the statistics it fences
-        # (merged before it, q, k and v's were left out: tpu7x, 2 layers, 391 fusions, not
-        # 389). Grouping takes each piece's statistic in its rows already.
-        if not self.group_statistics:
-            context.bump("simplify.slice-statistics-merged", slice_statistics(module))
         # After the packs and the fence: their vectors are what the chains read element by
         # element, and the concatenates they end in read the vectorized results back.
         if self.vectorize and takes_given_exponents(module):

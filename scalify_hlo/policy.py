@@ -110,8 +110,10 @@ class Policy:
     group_statistics: take the statistics of a block that can be taken at one point in one
         row reduction (``simplify``'s ``group-statistics``): two kernels a group on XLA:GPU
         instead of one or two per statistic; XLA:TPU writes the concatenated rows out (a
-        copy of every tensor it reads), so ``for_target`` turns it off on TPUs. Bit-exact
-        for maxima; sums are regrouped (their last bits).
+        copy of every tensor it reads), so ``for_target`` turns it off on TPUs, which then
+        take only the statistics of one tensor's slices together (``slice-statistics``: a
+        fused qkv projection's three amaxes in one reduction that XLA:TPU fuses into the
+        projection). Bit-exact for maxima; sums are regrouped (their last bits).
     vectorize_scalar_chains: in a step given the exponents of the call before (delayed
         statistics from the second call on), run the same chain of scalar ops on every
         element of a vector (those exponents, a statistics group's results) once on the

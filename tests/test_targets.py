@@ -219,6 +219,20 @@ def test_tpu7x_fences_its_statistics_as_scalars_and_computes_the_same_step() -> 
     _assert_bit_identical(scalars(first[0], *args[1:]), packed(first_packed[0], *args[1:]))
 
 
+def test_tpu7x_takes_a_fused_projections_pieces_in_one_reduction() -> None:
+    """A GPT's fused qkv projection sliced into q, k and v: on tpu7x the three amaxes are
+    one reduction of the projection (slice-statistics), whose vector goes through the
+    delayed step's barrier whole. (Structure only: XLA:CPU cannot run the step's bf16 head
+    dot with an f32 result; the maxima are checked bit for bit in test_slice_statistics.)"""
+    fn, args = models.gpt_step(1, 16, 2, 8, vocab=16, batch=2)
+    step = compile_scaled(fn, *args, target="tpu7x")
+    barrier = next(line for line in step.delayed_text.splitlines()
+                   if "optimization_barrier" in line)
+    assert "tensor<3xf32>" in barrier, barrier
+    assert "tensor<3xf32>" not in compile_scaled(fn, *args, policy=Policy.for_target(
+        "tpu7x", group_statistics=True)).delayed_text
+
+
 def test_compile_scaled_with_a_target_rewrites_for_its_data_type() -> None:
     fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
     step = compile_scaled(fn, *args, target="v6e")

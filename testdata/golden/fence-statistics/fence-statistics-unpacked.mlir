@@ -1,4 +1,4 @@
-// RUN: scalify-hlo rewrite %s --pipeline 'fence-statistics{packed=false}' | filecheck %s
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'fence-statistics{packed=false}' | filecheck %s
 
 // packed=false (what simplify{pack-scales=none} runs, the TPU targets): the statistics go
 // through the barrier as the scalars they are, one operand each, and their arithmetic
@@ -35,4 +35,36 @@ func.func @scalars(%x: tensor<4x8xf32>, %y: tensor<16xf32>, %given: tensor<2xi32
   %v1 = stablehlo.reshape %ey : (tensor<i32>) -> tensor<1xi32>
   %v = stablehlo.concatenate %v0, %v1, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
   return %data, %v : tensor<4x8xf32>, tensor<2xi32>
+}
+
+// -----
+
+// A vector of statistics (slice-statistics' amaxes of a tensor's pieces) goes through the
+// barrier whole, and its elements are read below it.
+
+// CHECK-LABEL: func.func @pieces
+// CHECK:         [[V:%.*]] = stablehlo.reduce
+// CHECK-SAME:    -> tensor<2xf32>
+// CHECK-NEXT:    [[B:%.*]] = stablehlo.optimization_barrier [[V]] : tensor<2xf32>
+// CHECK-NEXT:    stablehlo.slice [[B]] [0:1]
+// CHECK:         stablehlo.slice [[B]] [1:2]
+// CHECK:         return
+func.func @pieces(%x: tensor<4x8xf32>) -> tensor<2xi32> attributes {scalify.delayed_exponents = 2 : i64} {
+  %c23 = stablehlo.constant dense<23> : tensor<i32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %split = stablehlo.reshape %x : (tensor<4x8xf32>) -> tensor<4x2x4xf32>
+  %abs = stablehlo.abs %split : tensor<4x2x4xf32>
+  %max = stablehlo.reduce(%abs init: %zero) applies stablehlo.maximum across dimensions = [0, 2] : (tensor<4x2x4xf32>, tensor<f32>) -> tensor<2xf32>
+  %s0 = stablehlo.slice %max [0:1] : (tensor<2xf32>) -> tensor<1xf32>
+  %m0 = stablehlo.reshape %s0 : (tensor<1xf32>) -> tensor<f32>
+  %s1 = stablehlo.slice %max [1:2] : (tensor<2xf32>) -> tensor<1xf32>
+  %m1 = stablehlo.reshape %s1 : (tensor<1xf32>) -> tensor<f32>
+  %b0 = stablehlo.bitcast_convert %m0 : (tensor<f32>) -> tensor<i32>
+  %e0 = stablehlo.shift_right_logical %b0, %c23 : tensor<i32>
+  %b1 = stablehlo.bitcast_convert %m1 : (tensor<f32>) -> tensor<i32>
+  %e1 = stablehlo.shift_right_logical %b1, %c23 : tensor<i32>
+  %v0 = stablehlo.reshape %e0 : (tensor<i32>) -> tensor<1xi32>
+  %v1 = stablehlo.reshape %e1 : (tensor<i32>) -> tensor<1xi32>
+  %v = stablehlo.concatenate %v0, %v1, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+  return %v : tensor<2xi32>
 }
