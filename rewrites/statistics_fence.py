@@ -19,7 +19,8 @@ kernels of their own, a dozen slices each (tpu7x, GPT-2-small, target policy: 20
 fusions, 13.45M -> 13.25M estimated cycles; 2 layers: 389 -> 387). Without the barrier it
 was 2045 fusions and 13.54M. For the same reason a vector of statistics (``slice-statistics``'
 pieces of one tensor) goes through whole, and its elements are read below the barrier
-(2 layers: 387 -> 385 fusions, 757,345 -> 752,457 cycles; GPT-2-small: 2022 -> 2020).
+(2 layers: 387 -> 385 fusions, 757,345 -> 752,457 cycles; GPT-2-small: 2022 -> 2020). The
+price is XLA:TPU's compile: GPT-2-small 31.0 -> 35.3 s on this machine (docs/how-it-works.md).
 
 Which statistics: the full reductions (``stablehlo.reduce`` to a scalar) that the function's
 last result, the exponent vector, reads through scalar arithmetic of the entry block. One is
