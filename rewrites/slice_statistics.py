@@ -45,7 +45,10 @@ class _SliceStatistic:
 
 
 def _unary_elementwise(op: ir.Operation) -> bool:
-    return op.name in _ELEMENTWISE and len(op.operands) == 1 and len(op.results) == 1
+    """One operand, one result of its shape (a bitcast_convert between widths is not)."""
+    return (op.name in _ELEMENTWISE and len(op.operands) == 1 and len(op.results) == 1
+            and ir.RankedTensorType(op.operands[0].type).shape
+            == ir.RankedTensorType(op.results[0].type).shape)
 
 
 def _piece(reduce: ir.Operation) -> tuple[tuple, _SliceStatistic] | None:

@@ -100,3 +100,22 @@ func.func public @left_alone(%arg0: tensor<6xf32>, %arg1: tensor<4xf32>, %arg2: 
   %em = stablehlo.reduce(%ea init: %zero) applies stablehlo.maximum across dimensions = [0] : (tensor<2xf32>, tensor<f32>) -> tensor<f32>
   return %am, %bm, %cm, %dm, %em : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// A prelude op that changes the shape (a bitcast_convert from f64 to two f32 halves) is
+// not elementwise here: left alone.
+
+// CHECK-LABEL: func.func public @bits
+// CHECK-COUNT-2: stablehlo.reduce({{.*}}) -> tensor<f32>
+// CHECK-NOT:     tensor<2xf32>
+func.func public @bits(%arg0: tensor<4xf64>) -> (tensor<f32>, tensor<f32>) {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %a = stablehlo.slice %arg0 [0:2] : (tensor<4xf64>) -> tensor<2xf64>
+  %b = stablehlo.slice %arg0 [2:4] : (tensor<4xf64>) -> tensor<2xf64>
+  %ab = stablehlo.bitcast_convert %a : (tensor<2xf64>) -> tensor<2x2xf32>
+  %am = stablehlo.reduce(%ab init: %zero) applies stablehlo.maximum across dimensions = [0, 1] : (tensor<2x2xf32>, tensor<f32>) -> tensor<f32>
+  %bb = stablehlo.bitcast_convert %b : (tensor<2xf64>) -> tensor<2x2xf32>
+  %bm = stablehlo.reduce(%bb init: %zero) applies stablehlo.maximum across dimensions = [0, 1] : (tensor<2x2xf32>, tensor<f32>) -> tensor<f32>
+  return %am, %bm : tensor<f32>, tensor<f32>
+}
