@@ -22,11 +22,12 @@ pieces of one tensor) goes through whole, and its elements are read below the ba
 (2 layers: 387 -> 385 fusions, 757,345 -> 752,457 cycles; GPT-2-small: 2022 -> 2020). The
 price is XLA:TPU's compile: GPT-2-small 31.0 -> 35.3 s on this machine (docs/how-it-works.md).
 
-Which statistics: the full reductions (``stablehlo.reduce`` to a scalar) that the function's
-last result, the exponent vector, reads through scalar arithmetic of the entry block. One is
-fenced only if what it feeds feeds nothing but that result: in ``measure`` mode (and in
-``use`` mode, a point inside a loop) the data applies what is measured, and the statistic
-stays where it is. The values stay the same; only the order XLA may run them in changes.
+Which statistics: the full reductions (``stablehlo.reduce`` to a scalar; unpacked, also to a
+vector of ``slice-statistics``' pieces) that the function's last result, the exponent
+vector, reads through scalar arithmetic of the entry block. One is fenced only if what it
+feeds feeds nothing but that result: in ``measure`` mode (and in ``use`` mode, a point
+inside a loop) the data applies what is measured, and the statistic stays where it is.
+The values stay the same; only the order XLA may run them in changes.
 """
 
 from __future__ import annotations
@@ -97,13 +98,13 @@ def fence_delayed_statistics(module: ir.Module, packed: bool = True) -> int:
     ret = block.operations[len(block.operations) - 1].operation
     measured = ret.operands[len(ret.operands) - 1]
     exponent_ops = _exponent_slice(block, measured)
-    vectors = not packed  # a vector of statistics goes through the barrier whole
-    within = {op for op in exponent_ops if not _is_statistic(op, vectors)} | {ret}
+    whole_vectors = not packed  # a vector of statistics goes through the barrier whole
+    within = {op for op in exponent_ops if not _is_statistic(op, whole_vectors)} | {ret}
     statistics: list[ir.Operation] = []
     moved: set[ir.Operation] = set()
     for op in block.operations:  # block order, so that the barrier's operands are too
         op = op.operation
-        if op in exponent_ops and _is_statistic(op, vectors):
+        if op in exponent_ops and _is_statistic(op, whole_vectors):
             reached = _feeds(op, within)
             if reached is not None:
                 statistics.append(op)
@@ -117,14 +118,14 @@ def fence_delayed_statistics(module: ir.Module, packed: bool = True) -> int:
     groups = list(by_type.values())
     below: dict[ir.Value, ir.Value] = {}
     if packed:
-        vectors = [emit.vector_of(group) for group in groups]
-        barrier = emit.op("stablehlo.optimization_barrier", vectors, [v.type for v in vectors])
+        packs = [emit.vector_of(group) for group in groups]
+        barrier = emit.op("stablehlo.optimization_barrier", packs, [v.type for v in packs])
         for group, vector in zip(groups, barrier.results, strict=True):
             below.update((value, emit.element(vector, index)) for index, value in enumerate(group))
     else:
-        scalars = [value for group in groups for value in group]
-        barrier = emit.op("stablehlo.optimization_barrier", scalars, [v.type for v in scalars])
-        below.update(zip(scalars, barrier.results, strict=True))
+        values = [value for group in groups for value in group]
+        barrier = emit.op("stablehlo.optimization_barrier", values, [v.type for v in values])
+        below.update(zip(values, barrier.results, strict=True))
     for op in [op.operation for op in block.operations if op.operation in moved]:
         op.move_before(ret)
         for index, operand in enumerate(op.operands):
@@ -139,8 +140,9 @@ def fence_delayed_statistics(module: ir.Module, packed: bool = True) -> int:
           "it, so that XLA:GPU's fusions cannot chain their all-reduces (part of simplify).")
 class FenceStatistics(ModulePass):
     packed: bool = option(True, "the statistics go through the barrier packed in one vector "
-                          "per element type (false: as scalars, what a module that packs no "
-                          "scales gets: XLA:TPU copies each element of a vector out)")
+                          "per element type (false: each as it is, a scalar or a vector of "
+                          "slice-statistics' pieces, what a module that packs no scales "
+                          "gets: XLA:TPU copies each element of a vector out)")
 
     def apply(self, module: ir.Module, context: PassContext) -> None:
         context.bump("fence-statistics.fenced", fence_delayed_statistics(module, self.packed))
