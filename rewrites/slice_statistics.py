@@ -40,8 +40,13 @@ _ELEMENTWISE = ops_with(Trait.ELEMENTWISE)
 @dataclass
 class _SliceStatistic:
     reduce: ir.Operation
-    prelude: list[ir.Operation]  # elementwise ops, from the slice's user to the reduce's input
+    inputs: list[ir.Operation]  # the ops from the reduce's input up to the slice, its last
     chunk: int  # which piece of the sliced dimension: start // size
+
+    @property
+    def prelude(self) -> list[ir.Operation]:
+        """The elementwise ops of ``inputs``, from the slice's user down."""
+        return [op for op in reversed(self.inputs[:-1]) if op.name not in _REORDER]
 
 
 def _unary_elementwise(op: ir.Operation) -> bool:
@@ -58,19 +63,18 @@ def _piece(reduce: ir.Operation) -> tuple[tuple, _SliceStatistic] | None:
     kind = full_reduction(reduce)
     if kind is None:
         return None
-    prelude: list[ir.Operation] = []
+    inputs: list[ir.Operation] = []
     value = reduce.operands[0]
     while True:
         owner = value.owner
         if not isinstance(owner, ir.OpView):  # a block argument
             return None
         op = owner.operation
+        inputs.append(op)
         if op.name == "stablehlo.slice":
             break
         if op.name not in _REORDER and not _unary_elementwise(op):
             return None
-        if op.name not in _REORDER:
-            prelude.append(op)
         value = op.operands[0]
     source_type = ir.RankedTensorType(op.operands[0].type)
     if not source_type.has_static_shape:
@@ -86,12 +90,11 @@ def _piece(reduce: ir.Operation) -> tuple[tuple, _SliceStatistic] | None:
     size = limits[dimension] - starts[dimension]
     if starts[dimension] % size or shape[dimension] % size:
         return None
-    prelude.reverse()  # from the slice down
+    piece = _SliceStatistic(reduce, inputs, starts[dimension] // size)
     signature = tuple((p.name, str(p.results[0].type.element_type),
                        tuple(sorted((k, str(v)) for k, v in attributes_of(p).items())))
-                      for p in prelude)
-    key = (reduce.block, op.operands[0], dimension, size, kind, signature)
-    return key, _SliceStatistic(reduce, prelude, starts[dimension] // size)
+                      for p in piece.prelude)
+    return (reduce.block, op.operands[0], dimension, size, kind, signature), piece
 
 
 def _take_together(members: list[_SliceStatistic], source: ir.Value, dimension: int,
@@ -119,18 +122,11 @@ def _take_together(members: list[_SliceStatistic], source: ir.Value, dimension: 
     for member, value in zip(members, elements, strict=True):  # the insertion point is
         member.reduce.results[0].replace_all_uses_with(value)  # the first: erased last
     for member in members:
-        chain = [member.reduce]
-        value = member.reduce.operands[0]
-        while (owner := value.owner) is not None and isinstance(owner, ir.OpView) and (
-                owner.operation.name != "stablehlo.slice"):
-            chain.append(owner.operation)
-            value = owner.operation.operands[0]
-        chain.append(value.owner.operation)  # the slice
-        for op in chain:  # the reduce, then its operands up to the slice, nothing else uses
-            if op is chain[0] or next(iter(op.results[0].uses), None) is None:
-                op.erase()
-            else:
+        member.reduce.erase()
+        for op in member.inputs:  # up to the slice, while nothing else uses them
+            if next(iter(op.results[0].uses), None) is not None:
                 break
+            op.erase()
 
 
 def slice_statistics(module: ir.Module) -> int:
