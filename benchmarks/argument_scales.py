@@ -1,0 +1,116 @@
+"""Folded or kept argument scales: what the f32-mode step costs XLA to compile.
+
+Why this script exists: where the data has f32's exponent range, a step can multiply each
+argument by its scale on entry (``scalify{argument-scales=fold}``) and run at static scales,
+instead of carrying every argument's scale through the step as run-time exponent arithmetic
+that XLA copies into its kernels. Whether that is worth a default rests on these numbers.
+Each GPT step of ``testdata/models.py`` (Adam; d 256, 4 heads, context 128, batch 8) is
+exported and rewritten in f32 mode with its scales kept and folded, and the original and
+both rewrites are compiled by XLA:CPU and, with the ``gpu-aot`` extra, for one H100 without a
+GPU (``scalify_hlo.gpu_aot``). Counted: compile seconds (one compile each, wall clock on a
+shared machine: indicative), optimized HLO instructions and fusions (deterministic).
+
+    python benchmarks/argument_scales.py                    # 1 and 2 layers
+    python benchmarks/argument_scales.py --layers 1 --no-doc
+
+Results: ``docs/results/argument_scales.json`` and the "Folded argument scales" section of
+``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import argparse  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from common import (  # noqa: E402
+    RESULTS,
+    environment,
+    format_table,
+    load_models,
+    markdown_table,
+    publish,
+    rewrite_or_fail,
+    timed,
+)
+
+from scalify_hlo import gpu_aot  # noqa: E402
+from scalify_hlo.runner import compile_module  # noqa: E402
+
+HEADING = "Folded argument scales"
+PIPELINES = {"kept": "inline,scalify{data-dtype=f32},simplify",
+             "folded": "inline,scalify{data-dtype=f32 argument-scales=fold},simplify"}
+HEADERS = ["step", "module", "XLA:CPU s", "XLA:CPU instructions", "XLA:CPU fusions",
+           "H100 s", "H100 instructions", "H100 fusions"]
+
+
+def cpu_counts(text: str) -> dict[str, Any]:
+    executable, seconds = timed(lambda: compile_module(text))
+    counts = gpu_aot.count_hlo(executable.hlo_modules()[0].to_string(), seconds)
+    return {"compile_s": seconds, "instructions": counts.instructions,
+            "fusions": counts.fusions}
+
+
+def h100_counts(text: str) -> dict[str, Any] | None:
+    if not gpu_aot.available():
+        return None
+    compiled = gpu_aot.compile_h100(text)
+    return {"compile_s": compiled.compile_s, "instructions": compiled.instructions,
+            "fusions": compiled.fusions}
+
+
+def measure(layers: int) -> list[dict[str, Any]]:
+    models = load_models()
+    exported = models.export_text(*models.gpt_step(n_layers=layers, d_model=256, n_heads=4,
+                                                   context=128))
+    modules = {"original": exported} | {name: rewrite_or_fail(exported, pipeline)
+                                         for name, pipeline in PIPELINES.items()}
+    rows = []
+    for name, text in modules.items():
+        rows.append({"step": f"gpt L{layers}", "module": name, "cpu": cpu_counts(text),
+                     "h100": h100_counts(text)})
+        print(format_table(HEADERS, table_rows(rows[-1:])), flush=True)
+    return rows
+
+
+def table_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    def cells(counts: dict[str, Any] | None) -> list[Any]:
+        if counts is None:
+            return ["-", "-", "-"]
+        return [f"{counts['compile_s']:.1f}", counts["instructions"], counts["fusions"]]
+
+    return [[r["step"], r["module"], *cells(r["cpu"]), *cells(r["h100"])] for r in rows]
+
+
+def doc_section(result: dict[str, Any]) -> str:
+    return (
+        "`python benchmarks/argument_scales.py`. GPT steps of `testdata/models.py` (Adam; "
+        "*gpt Ln*: n layers, d 256, 4 heads, context 128, batch 8) in f32 mode, "
+        "`inline,scalify{data-dtype=f32},simplify` with the arguments' scales *kept* (the "
+        "default) and *folded* (`argument-scales=fold`: each argument times its scale on "
+        "entry, the step at static scales), against the *original*; compiled by XLA:CPU and "
+        "for one H100 without a GPU (`scalify_hlo.gpu_aot`). Compile seconds are one "
+        "compile's wall clock on a shared 2-core machine (indicative); instructions (every "
+        "computation's, fused ones included) and fusions are deterministic. Why folding is "
+        "opt-in: docs/how-it-works.md, \"Where exponents are computed\".\n\n"
+        + markdown_table(HEADERS, table_rows(result["rows"])) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--out", type=Path, default=RESULTS / "argument_scales.json")
+    parser.add_argument("--no-doc", action="store_true", help="do not update the docs")
+    args = parser.parse_args(argv)
+    rows = [row for layers in args.layers for row in measure(layers)]
+    result = {"rows": rows, "environment": environment()}
+    publish(args.out, result, HEADING, doc_section, doc=not args.no_doc)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
