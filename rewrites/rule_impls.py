@@ -188,7 +188,7 @@ def rule_dot(scope: Scope, op: ir.Operation) -> None:
     """Unit scaling: ``dot(a_d, b_d) * 2^-k`` with ``2^k ~ sqrt(K)``; scale ``sa*sb*2^k``."""
     a, b = (scope.scaled(v) for v in op.operands[:2])
     new = emit_like(scope, op, [a.data, b.data])
-    k = sqrt_size_exponent(_contracting_size(op))
+    k = sqrt_size_exponent(_contracting_size(op)) if scope.state.unit_shifts else 0
     data = scope.emit.scale_tensor_static(new.results[0], -k)
     scope.set(op.results[0], Scaled(data, a.scale.times(b.scale).shifted(k)))
 
@@ -222,7 +222,7 @@ def rule_reduce(scope: Scope, op: ir.Operation) -> None:
         new = emit_like(scope, op, operands, accumulator_type)
     else:
         new = emit_like(scope, op, operands)
-    k = sqrt_size_exponent(_reduced_size(op)) if additive else 0
+    k = sqrt_size_exponent(_reduced_size(op)) if additive and scope.state.unit_shifts else 0
     olds, result_types = scope.results_of(op)
     for old, t, value in zip(olds, result_types, new.results, strict=True):
         if types.is_scalable(t):
@@ -289,11 +289,13 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     data_type = scope.data_type(result_type)
     if scalar is not None:
         exp, any_scale = _split_scalar(scalar, dtype_name(scope.current_data_dtype()))
+        exp = exp if scope.state.unit_shifts else 0
         data = scope.emit.splat(scalar / 2.0 ** exp, data_type)
         scope.set(result, Scaled(data, Scale(exp), any_scale))
         return
     values = read_dense(attr).astype(np.float64)
-    exp = pow2_exponent_of_array(values, dtype_name(scope.current_data_dtype()))
+    exp = (pow2_exponent_of_array(values, dtype_name(scope.current_data_dtype()))
+           if scope.state.unit_shifts else 0)
     any_scale = bool(np.all((values == 0) | ~np.isfinite(values)))
     data = scope.emit.constant(_divided(values, exp), data_type)
     scope.set(result, Scaled(data, Scale(exp), any_scale))

@@ -94,6 +94,12 @@ class ScalifyState:
     # that enter a loop as zeros (see ``rule_while``), and common scales of only such.
     unset_factors: set[Factor] = field(default_factory=set)
 
+    # Whether dots, sums and constants move a static power of two from their data to their
+    # scale (unit scaling: data near 1 where the data type's range is narrow). False where a
+    # step runs on values at their original magnitude (folded arguments in a data type with
+    # f32's range): there the shift is one more multiply per dot and sum, and holds no range.
+    unit_shifts: bool = True
+
     def maybe_unset(self, scale: Scale) -> bool:
         """Whether ``scale``'s runtime exponent may be ``UNSET_EXPONENT`` (or sums with it)."""
         return bool(self.unset_factors) and any(

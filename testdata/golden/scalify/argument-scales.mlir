@@ -36,8 +36,8 @@
 // BF16-NOT:     bitcast_convert
 // BF16:         return
 
-// f16 data keeps its scales: that is where a scale holds range (2^-30 times data near 1
-// is 0 in f16).
+// f16 data keeps its scales and its unit scaling: that is where a scale holds range
+// (2^-30 times data near 1 is 0 in f16).
 
 // F16-LABEL: func.func public @sum_of_arguments
 // F16:         stablehlo.bitcast_convert %arg1 : (tensor<f32>) -> tensor<i32>
@@ -49,20 +49,32 @@ func.func public @sum_of_arguments(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tens
 
 // -----
 
-// A moving average folded: 0.99 * v is at the static scale 2^-1 (0.99 = 1.98 * 2^-1), and
-// it returns at that scale as a constant. Fed back, it is folded again on entry, so its
-// scale cannot drift from call to call (what hand-back prevents where scales are kept).
+// A moving average folded: with the arguments at their original magnitude and f32's range
+// in the data, no static power of two moves into a scale either (unit scaling's shifts of
+// constants, dots and sums hold no range here): the step is the original's ops, and the
+// result returns at scale 1. Kept, 0.99 * v is at v's scale times 2^-1 (0.99 = 1.98 *
+// 2^-1), handed back at v's scale.
 
 // CHECK-LABEL: func.func public @moving_average
-// CHECK-DAG:     %[[HALF:.*]] = stablehlo.constant dense<5.000000e-01> : tensor<f32>
-// CHECK-NOT:     bitcast_convert
-// CHECK:         return %{{[0-9]+}}, %[[HALF]] : tensor<8xf32>, tensor<f32>
+// CHECK-DAG:     %[[ONE:.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-DAG:     %[[RATE:.*]] = stablehlo.constant dense<0.00999999977> : tensor<8xf32>
+// CHECK-DAG:     %[[DECAY:.*]] = stablehlo.constant dense<9.900000e-01> : tensor<8xf32>
+// CHECK:         %[[V:.*]] = stablehlo.multiply %arg0, %{{.*}} : tensor<8xf32>
+// CHECK:         %[[X:.*]] = stablehlo.multiply %arg2, %{{.*}} : tensor<8xf32>
+// CHECK-NEXT:    %[[DV:.*]] = stablehlo.multiply %[[DECAY]], %[[V]] : tensor<8xf32>
+// CHECK-NEXT:    %[[RX:.*]] = stablehlo.multiply %[[RATE]], %[[X]] : tensor<8xf32>
+// CHECK-NEXT:    %[[SUM:.*]] = stablehlo.add %[[DV]], %[[RX]] : tensor<8xf32>
+// CHECK-NEXT:    return %[[SUM]], %[[ONE]] : tensor<8xf32>, tensor<f32>
 
 // KEEP-LABEL: func.func public @moving_average
 // KEEP:         return %{{[0-9]+}}, %arg1 : tensor<8xf32>, tensor<f32>
 
 // BF16-LABEL: func.func public @moving_average
+// BF16-NOT:     bitcast_convert
+// BF16:         return
+
 // F16-LABEL: func.func public @moving_average
+// F16:         stablehlo.constant dense<1.980000e+00>
 func.func public @moving_average(%v: tensor<8xf32>, %x: tensor<8xf32>) -> tensor<8xf32> {
   %decay = stablehlo.constant dense<0.99> : tensor<8xf32>
   %rate = stablehlo.constant dense<0.01> : tensor<8xf32>
