@@ -11,7 +11,8 @@ Per chip (v5e, v6e, tpu7x; one chip each) and policy:
 
 * bf16 baseline: ``gpt_step(compute_dtype=bf16)`` under plain ``jax.jit``;
 * default policy: ``Policy()`` (f16 data, FP8 dots, rescale at gradients);
-* target policy: ``Policy.for_target(chip)`` (bf16 data, scales not packed; FP8 dots and
+* target policy: ``Policy.for_target(chip)`` (bf16 data, scales not packed, the
+  arguments' scales folded into their data on v6e; FP8 dots and
   delayed statistics on tpu7x only, compiled as the module a training loop runs from its
   second call, ``delayed-statistics=use``);
 * on tpu7x also the target policy without FP8 dots, to show what FP8 buys there, and the
@@ -293,7 +294,8 @@ def doc_section(result: dict[str, Any]) -> str:
         f"Step: {result['label']} (Adam), one chip each. *bf16 baseline*: "
         "`gpt_step(compute_dtype=bf16)` under `jax.jit`; *default policy*: `Policy()` (f16 "
         "data, FP8 dots); *target policy*: `Policy.for_target(chip)` (bf16 data; statistics "
-        "not grouped, scales not packed; FP8 dots and delayed statistics on tpu7x only: "
+        "not grouped, scales not packed; the arguments' scales folded on v6e; FP8 dots and "
+        "delayed statistics on tpu7x only: "
         "there the module a training loop runs from its second call, "
         "`delayed-statistics=use`); *FP8 floor* (tpu7x): the target policy with "
         "each FP8 operand cast as it is (`fp8_scaling=\"none\"`: no amax, no shift), the "

@@ -151,13 +151,14 @@ _PACKING = {"arguments": "", "all": ", every scale epoch packed", "none": ", sca
 def targets() -> None:
     """List the chips --target knows: data type, FP8 dots, statistics in compile_scaled
     (rewrite --target keeps them current), whether they are grouped, how scales are packed,
-    and why."""
+    whether the arguments' scales are folded into their data, and why."""
     for info in TARGETS.values():
         dots = "FP8 dots" if info.fp8_dots else "no FP8"
         grouped = "" if info.group_statistics else ", not grouped"
         packed = _PACKING[info.scale_packing]
+        folded = ", arguments' scales folded" if info.argument_scales == "fold" else ""
         click.echo(f"{info.name}: {info.platform}, {info.data_dtype} data, {dots}, "
-                   f"{info.statistics} statistics{grouped}{packed}: {info.reason}")
+                   f"{info.statistics} statistics{grouped}{packed}{folded}: {info.reason}")
 
 
 for _command in [*COMMANDS, *EXPLAIN_COMMANDS, *DEMO_COMMANDS]:

@@ -163,7 +163,7 @@ def test_tpu_targets_take_statistics_apart() -> None:
     listed = run_cli("targets")
     assert listed.returncode == 0, listed.stderr
     lines = {line.partition(":")[0]: line for line in listed.stdout.splitlines()}
-    assert "auto statistics, not grouped, scales not packed:" in lines["v6e"]
+    assert "auto statistics, not grouped, scales not packed:" in lines["v5e"]
     assert "not grouped" not in lines["h100"] and "not grouped" not in lines["cpu"]
     assert "every scale epoch packed:" in lines["cpu"] and "packed" not in lines["h100"]
 
@@ -192,14 +192,37 @@ def test_tpu_targets_pack_no_scales_and_compute_the_same_step() -> None:
     with the argument epoch packed."""
     for name, t in table.TARGETS.items():
         assert (t.scale_packing == "none") == (t.platform == "tpu"), name
-    assert "pack-scales=none" in Policy.for_target("v6e").pipeline()
+    assert "pack-scales=none" in Policy.for_target("v5e").pipeline()
     fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
-    unpacked = compile_scaled(fn, *args, target="v6e")
+    unpacked = compile_scaled(fn, *args, target="v5e")
     packed = compile_scaled(fn, *args, policy=Policy.for_target(
-        "v6e", scale_packing="arguments"))
+        "v5e", scale_packing="arguments"))
     assert "optimization_barrier" not in unpacked.text
     assert "optimization_barrier" in packed.text
     _assert_bit_identical(unpacked(*args), packed(*args))
+
+
+def test_v6e_folds_the_scales_it_is_given() -> None:
+    """v6e multiplies each argument by its scale on entry (its compile time grows with the
+    exponent arithmetic in its kernels): no exponent is read or built in its step, which
+    trains as the step that keeps its scales does; the other targets keep theirs."""
+    for name, t in table.TARGETS.items():
+        assert (t.argument_scales == "fold") == (name == "v6e"), name
+    assert "argument-scales=fold" in Policy.for_target("v6e").pipeline()
+    lines = {line.partition(":")[0]: line for line in run_cli("targets").stdout.splitlines()}
+    assert "arguments' scales folded:" in lines["v6e"] and "folded" not in lines["v5e"]
+    fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
+    folded = compile_scaled(fn, *args, target="v6e")
+    kept = compile_scaled(fn, *args, policy=Policy.for_target("v6e", argument_scales="keep"))
+    assert "shift_left" not in folded.text and "shift_left" in kept.text
+    state = {"folded": folded.scale_args(*args), "kept": kept.scale_args(*args)}
+    for _ in range(3):
+        losses = {}
+        for mode, step in (("folded", folded), ("kept", kept)):
+            params, loss = step(*state[mode])
+            state[mode] = (params, *state[mode][1:])
+            losses[mode] = float(loss.unscale())
+        assert losses["folded"] == pytest.approx(losses["kept"], rel=2e-2)
 
 
 def test_tpu7x_fences_its_statistics_as_scalars_and_computes_the_same_step() -> None:

@@ -57,6 +57,14 @@ class Target:
     # statistics (GPUs) those chains' results are handed on, not applied, and GPT-2-small on
     # an H100 target drops 917 -> 893 kernels.
     vectorize_scalar_chains: bool = False
+    # What the step does with the scales it is given (Policy.argument_scales): fold them into
+    # the bf16 data on entry on v6e, whose compiler's time grows with the exponent
+    # arithmetic in its kernels (2-layer GPT, XLA:TPU: compile 1.40x -> 1.28x the bf16
+    # step's, 0.96x -> 0.99x its estimated cycles, 1.12x -> 1.16x its fusions; GPT-2-small
+    # 1.28x -> 1.18x, 0.86x -> 0.87x, 1.09x -> 1.14x; benchmarks/tpu.py). Kept elsewhere:
+    # on v5e the same fold costs 11 fusions and no time, on tpu7x 5% more cycles and 12
+    # fusions (1.20x -> 1.24x the bf16 step's), and f16 data needs its scales for range.
+    argument_scales: str = "keep"
 
 
 # What every GPU target gets beyond its data type and dots (the fields' comments say why).
@@ -69,7 +77,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("v4", "tpu", "bfloat16", False, "TPU v4: bf16 MXU, no FP8 arithmetic", **_TPU),
     Target("v5e", "tpu", "bfloat16", False, f"TPU v5e: {_BF16_INT8_MXU}", **_TPU),
     Target("v5p", "tpu", "bfloat16", False, f"TPU v5p: {_BF16_INT8_MXU}", **_TPU),
-    Target("v6e", "tpu", "bfloat16", False, f"TPU v6e (Trillium): {_BF16_INT8_MXU}", **_TPU),
+    Target("v6e", "tpu", "bfloat16", False, f"TPU v6e (Trillium): {_BF16_INT8_MXU}", **_TPU,
+           argument_scales="fold"),
     Target("tpu7x", "tpu", "bfloat16", True,
            "TPU7x (Ironwood): FP8 MXU at twice the bf16 rate", **_TPU, statistics="delayed"),
     Target("tpu", "tpu", "bfloat16", False, "a TPU this table does not know: bf16, no FP8",
