@@ -91,6 +91,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sharded-layers", type=int, default=2,
                         help="layers of the v5e:2x4 sharded step (%(default)s)")
     parser.add_argument("--no-sharded", action="store_true", help="skip the v5e:2x4 step")
+    parser.add_argument("--no-default", action="store_true",
+                        help="skip the default policy (f16 data: minutes of compile at the "
+                        "GPT-2-small shape, and no TPU target uses it)")
     parser.add_argument("--no-single", action="store_true",
                         help="skip the dots and the single-chip steps (the sharded step only)")
     parser.add_argument("--quick", action="store_true",
@@ -119,8 +122,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def policies(chip: str) -> dict[str, Policy]:
-    chosen = {"default policy": Policy(), "target policy": Policy.for_target(chip)}
+def policies(chip: str, default: bool = True) -> dict[str, Policy]:
+    chosen = {"default policy": Policy()} if default else {}
+    chosen["target policy"] = Policy.for_target(chip)
     if Policy.for_target(chip).fp8_dots:
         chosen["target policy, no FP8"] = Policy.for_target(chip, fp8_dots=False)
         chosen["FP8 floor"] = Policy.for_target(chip, fp8_scaling="none")
@@ -178,7 +182,7 @@ def single_chip(args: argparse.Namespace, models: Any) -> list[dict[str, Any]]:
     for chip in args.chips:
         modules = {"bf16 baseline": baseline}
         pipelines = {}
-        for name, policy in policies(chip).items():
+        for name, policy in policies(chip, default=not args.no_default).items():
             # The module a training loop runs from its second call (tpu7x delays statistics).
             pipelines[name] = steady_state_pipeline(policy, partitioned=False)
             if pipelines[name] not in rewritten:
