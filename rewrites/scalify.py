@@ -54,7 +54,7 @@ def scalify_function(func: ir.Operation, state: ScalifyState,
                      fold_scales: bool = False) -> None:
     """Replace ``func`` by its scaled version (same name, flattened signature); the
     arguments and results that ``boundary`` names cross it as it stores them (signed square
-    roots, FP8 moments); with ``fold_scales``, see ``fold_argument_scales``."""
+    roots, FP8 moments); with ``fold_scales``, each argument as ``fold_argument_scale`` binds it."""
     boundary = boundary or BoundaryStorage()
     old_block = func.regions[0].blocks[0]
     probe = Scope(state, old_block)

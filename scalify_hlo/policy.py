@@ -138,9 +138,8 @@ class Policy:
         of 7.9 (the original: 2.3 s), with 3,088 optimized HLO instructions instead of
         5,471 (2,736; benchmarks/argument_scales.py). The price: a value ``data * scale``
         below f32's normal range is subnormal once folded, and XLA flushes it to zero, as the
-        original step would; kept, the scale holds it (a user's scale of 2^-140). Not a
-        default anywhere: on a v6e the fold's multiply of each bf16 weight is a kernel of its
-        own (210 -> 222 fusions, XLA's cycle estimate +4%).
+        original step would; kept, the scale holds it (a user's scale of 2^-140).
+        ``for_target`` folds on v6e only (targets/table.py says why).
     """
 
     data_dtype: str = "float16"
@@ -203,7 +202,7 @@ class Policy:
                                ("square_rounding", SQUARE_ROUNDINGS),
                                ("moment_rounding", SQUARE_ROUNDINGS),
                                ("scale_packing", PACK_SCALES), ("statistics", STATISTICS),
-                              ("argument_scales", ARGUMENT_SCALES)):
+                               ("argument_scales", ARGUMENT_SCALES)):
             if getattr(self, field) not in choices:
                 raise ScalifyError(f"unknown {field} '{getattr(self, field)}' "
                                    f"(use {', '.join(choices)})")
