@@ -8,7 +8,7 @@ Each GPT step of ``testdata/models.py`` (Adam; d 256, 4 heads, context 128, batc
 the GPT-2-small shape: 12 layers, d 768, 12 heads, context 256) is
 exported and rewritten in f32 mode with its scales kept and folded, and the original and
 both rewrites are compiled by XLA:CPU and, with the ``gpu-aot`` extra, for one H100 without a
-GPU (``scalify_hlo.gpu_aot``). Counted: compile seconds (one compile each, wall clock on a
+GPU (``scalify_hlo.gpu_aot``). Counted: compile seconds (one compile each, CPU time on a
 shared machine: indicative), optimized HLO instructions and fusions (deterministic).
 
     python benchmarks/argument_scales.py                    # 1, 2 layers and GPT-2-small
@@ -29,42 +29,25 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from common import (  # noqa: E402
+    GPT2_SMALL,
     RESULTS,
+    cpu_compile,
     environment,
     format_table,
+    h100_compile,
     load_models,
     markdown_table,
     publish,
     rewrite_or_fail,
-    timed,
 )
 
 from scalify_hlo import gpu_aot  # noqa: E402
-from scalify_hlo.runner import compile_module  # noqa: E402
 
 HEADING = "Folded argument scales"
 PIPELINES = {"kept": "inline,scalify{data-dtype=f32},simplify",
              "folded": "inline,scalify{data-dtype=f32 argument-scales=fold},simplify"}
 HEADERS = ["step", "module", "XLA:CPU s", "XLA:CPU instructions", "XLA:CPU fusions",
            "H100 s", "H100 instructions", "H100 fusions"]
-
-
-def cpu_counts(text: str) -> dict[str, Any]:
-    executable, seconds = timed(lambda: compile_module(text))
-    counts = gpu_aot.count_hlo(executable.hlo_modules()[0].to_string(), seconds)
-    return {"compile_s": seconds, "instructions": counts.instructions,
-            "fusions": counts.fusions}
-
-
-def h100_counts(text: str) -> dict[str, Any] | None:
-    if not gpu_aot.available():
-        return None
-    compiled = gpu_aot.compile_h100(text)
-    return {"compile_s": compiled.compile_s, "instructions": compiled.instructions,
-            "fusions": compiled.fusions}
-
-
-GPT2_SMALL = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256}
 
 
 def measure(name: str, config: dict[str, int]) -> list[dict[str, Any]]:
@@ -74,8 +57,8 @@ def measure(name: str, config: dict[str, int]) -> list[dict[str, Any]]:
                                          for name, pipeline in PIPELINES.items()}
     rows = []
     for module, text in modules.items():
-        rows.append({"step": name, "module": module, "cpu": cpu_counts(text),
-                     "h100": h100_counts(text)})
+        rows.append({"step": name, "module": module, "cpu": cpu_compile(text),
+                     "h100": h100_compile(text) if gpu_aot.available() else None})
         print(format_table(HEADERS, table_rows(rows[-1:])), flush=True)
     return rows
 
@@ -98,7 +81,7 @@ def doc_section(result: dict[str, Any]) -> str:
         "default) and *folded* (`argument-scales=fold`: each argument times its scale on "
         "entry, the step at static scales), against the *original*; compiled by XLA:CPU and "
         "for one H100 without a GPU (`scalify_hlo.gpu_aot`). Compile seconds are one "
-        "compile's wall clock on a shared 2-core machine (indicative); instructions (every "
+        "compile's CPU time on a shared 2-core machine (indicative); instructions (every "
         "computation's, fused ones included) and fusions are deterministic. Why folding is "
         "opt-in: docs/how-it-works.md, \"Where exponents are computed\".\n\n"
         + markdown_table(HEADERS, table_rows(result["rows"])) + "\n\n"

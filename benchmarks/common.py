@@ -24,6 +24,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
+# The GPT-2-small shape of ``testdata/models.py``'s GPT step (Adam), the issues' reference.
+GPT2_SMALL = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256, "vocab": 256,
+              "batch": 8}
 
 
 def load_models() -> ModuleType:
@@ -69,6 +72,33 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     start = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - start
+
+
+def cpu_timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """``fn()`` and the process CPU time it took (all threads)."""
+    start = time.process_time()
+    result = fn()
+    return result, time.process_time() - start
+
+
+def cpu_compile(text: str) -> dict[str, Any]:
+    """XLA:CPU compile of a module: CPU seconds, optimized HLO instructions and fusions."""
+    from scalify_hlo import gpu_aot
+    from scalify_hlo.runner import compile_module
+
+    executable, seconds = cpu_timed(lambda: compile_module(text))
+    counts = gpu_aot.count_hlo(executable.hlo_modules()[0].to_string(), seconds)
+    return {"compile_s": seconds, "instructions": counts.instructions,
+            "rank0_instructions": counts.rank0_instructions, "fusions": counts.fusions}
+
+
+def h100_compile(text: str) -> dict[str, Any]:
+    """Deviceless H100 compile (Triton GEMM off: FP8 dots show as cuBLASLt calls); the
+    compile time is CPU time, like XLA:CPU's."""
+    from scalify_hlo import gpu_aot
+
+    compiled, seconds = cpu_timed(lambda: gpu_aot.compile_h100(text))
+    return {**compiled.counts(), "compile_s": seconds}
 
 
 def environment() -> dict[str, Any]:

@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from common import (
+    GPT2_SMALL,
     RESULTS,
     environment,
     format_table,
@@ -35,9 +36,6 @@ from common import (
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.explain import Explanation
 from scalify_hlo.policy import DEFAULT_PIPELINE
-
-GPT2 = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256, "vocab": 256,
-        "batch": 8}
 
 
 def parse_args() -> argparse.Namespace:
@@ -62,7 +60,7 @@ def rewrite(text: str, records: bool, cpu: list[float]) -> Any:
 def main() -> None:
     args = parse_args()
     models = load_models()
-    step_fn, example = models.gpt_step(**GPT2)
+    step_fn, example = models.gpt_step(**GPT2_SMALL)
     text = models.export_text(step_fn, example)
     cpu: dict[str, list[float]] = {"off": [], "on": []}
     samples = interleaved({"off": lambda: rewrite(text, False, cpu["off"]),
@@ -74,7 +72,7 @@ def main() -> None:
     explanation = Explanation(records, DEFAULT_PIPELINE)
     _, tables_s = timed(lambda: (explanation.to_text(), explanation.render("json")))
     data = {
-        "config": GPT2, "pipeline": DEFAULT_PIPELINE,
+        "config": GPT2_SMALL, "pipeline": DEFAULT_PIPELINE,
         "ops_before": sum(result.ops_before.values()), "records": len(records),
         "off": summary(samples["off"]), "on": summary(samples["on"]),
         "off_cpu": summary(cpu["off"]), "on_cpu": summary(cpu["on"]),

@@ -31,6 +31,7 @@ import sys  # noqa: E402
 from typing import Any  # noqa: E402
 
 from common import (  # noqa: E402
+    GPT2_SMALL,
     RESULTS,
     environment,
     format_table,
@@ -45,7 +46,6 @@ from scalify_hlo import Policy, gpu_aot  # noqa: E402
 
 HEADING = "Statistics on an H100"
 RECIPES = {"default": {}, "f16, no FP8": {"fp8_dots": False}}
-GPT2_SMALL = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256}
 HEADERS = ["step", "recipe", "original fusions", "reference fusions", "current", "delayed",
            "delayed / current", "delayed / reference", "FP8 GEMMs (current, delayed)",
            "XLA:GPU s (current, delayed)"]

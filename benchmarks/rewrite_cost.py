@@ -56,14 +56,18 @@ from pathlib import Path
 from typing import Any
 
 from common import (
+    GPT2_SMALL,
     RESULTS,
     ROOT,
     SCALIFY_F32,
     add_gpt_arguments,
+    cpu_compile,
+    cpu_timed,
     environment,
     format_table,
     gpt_config,
     gpt_label,
+    h100_compile,
     load_average,
     load_models,
     markdown_table,
@@ -89,8 +93,6 @@ MAX_COMPILE_FRACTION = 0.10
 MAX_SLOPE = 1.1
 GPT2_LIMIT_S = 0.6
 GPT2_LABEL = "GPT-2-small"
-GPT2 = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256, "vocab": 256,
-        "batch": 8}
 _FP8_DOT = re.compile(r"stablehlo\.dot_general .*: \(tensor<[^>]*xf8E[^>]*>, tensor<[^>]*xf8E")
 
 
@@ -120,13 +122,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.rounds < 1 or args.gpt2_rounds < 1:
         parser.error("--rounds and --gpt2-rounds must be >= 1")
     return args
-
-
-def cpu_timed(fn: Any) -> tuple[Any, float]:
-    """``fn()`` and the process CPU time it took (all threads)."""
-    start = time.process_time()
-    result = fn()
-    return result, time.process_time() - start
 
 
 def rewrite(text: str, pipeline: str) -> str:
@@ -163,21 +158,6 @@ def phase_split(text: str, pipeline: str) -> dict[str, float]:
     finally:
         gc.enable()
     return phases
-
-
-def cpu_compile(text: str) -> dict[str, Any]:
-    """XLA:CPU compile of a module: CPU seconds, optimized HLO instructions and fusions."""
-    executable, seconds = cpu_timed(lambda: compile_module(text))
-    counts = gpu_aot.count_hlo(executable.hlo_modules()[0].to_string(), seconds)
-    return {"compile_s": seconds, "instructions": counts.instructions,
-            "rank0_instructions": counts.rank0_instructions, "fusions": counts.fusions}
-
-
-def h100_compile(text: str) -> dict[str, Any]:
-    """Deviceless H100 compile (Triton GEMM off: FP8 dots show as cuBLASLt calls); the
-    compile time is CPU time, like XLA:CPU's."""
-    compiled, seconds = cpu_timed(lambda: gpu_aot.compile_h100(text))
-    return {**compiled.counts(), "compile_s": seconds}
 
 
 def ratio(a: float, b: float) -> float:
@@ -493,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = [(gpt_label(gpt_config(args, n)), gpt_config(args, n), args.rounds)
              for n in args.sizes]
     if not args.no_gpt2:
-        steps.append((GPT2_LABEL, GPT2, args.gpt2_rounds))
+        steps.append((GPT2_LABEL, GPT2_SMALL, args.gpt2_rounds))
     rows: list[dict[str, Any]] = []
     for label, config, rounds in steps:
         print(f"{label} ...", flush=True)
