@@ -5,6 +5,7 @@ from scalify_hlo.rewrites import (  # noqa: F401  (registration)
     dot_transposes,
     fp8_cast_fence,
     fp8_dots,
+    gradient_join,
     group_statistics,
     inline,
     loop_scales,

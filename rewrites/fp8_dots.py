@@ -44,6 +44,7 @@ from scalify_hlo.rewrites.emitter import (
     shape_of,
 )
 from scalify_hlo.rewrites.fp8_casts import OperandLayout, cast_operand, free_dims
+from scalify_hlo.rewrites.gradient_join import carry_mark
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.output_head import output_head
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
@@ -209,6 +210,7 @@ def _replace_dot(op: ir.Operation, factor: tuple[ir.Operation, float] | None,
     the dot, the multiply and its constant, now unused, are erased."""
     output = op.results[0] if factor is None else factor[0].results[0]
     output.replace_all_uses_with(replacement)
+    carry_mark(op if factor is None else factor[0], replacement)
     if factor is not None:
         constants = [v.owner for v in factor[0].operands if v != op.results[0]]
         factor[0].erase()

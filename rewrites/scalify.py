@@ -19,6 +19,7 @@ from scalify_hlo.rewrites.delayed_statistics import MODES as DELAYED_MODES
 from scalify_hlo.rewrites.delayed_statistics import DelayedExponents, resolved_mode
 from scalify_hlo.rewrites.drift import compounding_constant_adds
 from scalify_hlo.rewrites.emitter import dtype_name, float_type, is_scalable_type
+from scalify_hlo.rewrites.gradient_join import replicated_gradients
 from scalify_hlo.rewrites.hand_back import handed_back
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
 from scalify_hlo.rewrites.moment_values import first_moments
@@ -35,7 +36,7 @@ from scalify_hlo.rewrites.signature_split import SignatureSplit, returned_values
 from scalify_hlo.rewrites.square_values import square_dtype_values
 from scalify_hlo.rewrites.update_tail import update_tail
 from scalify_hlo.scale import Scale
-from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function
+from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function, partition_count
 
 # The pass's option choices (Policy.square_encoding, square_rounding, moment_format, ...).
 COMMON_SCALES = ("auto", "max", "first")
@@ -248,6 +249,8 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
     if options.update == "f32":
         state.tail = update_tail(func)
         state.squares = state_squares
+        if partition_count(module) > 1:
+            state.gradients = replicated_gradients(func, state.tail)
         context.bump("scalify.update-ops", len(state.tail))
     scalify_function(func, state, BoundaryStorage(
         roots=state_squares if encode else frozenset(),

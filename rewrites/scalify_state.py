@@ -115,6 +115,9 @@ class ScalifyState:
     # moment): the update tail stores those it returns unencoded with their amax at the top
     # of the data type's range (tail_result); nothing but the update reads them.
     squares: frozenset[ir.Value] = frozenset()
+    # In a partitioned step, the ops that make a replicated gradient the tail reads
+    # (gradient_join.replicated_gradients): their data is marked for join-gradients.
+    gradients: set[ir.Operation] = field(default_factory=set)
 
     # Runtime maxima of scales (common_scale): each one's operands, for ``Scope.can_drift``.
     maxima: dict[Scale, tuple[Scale, ...]] = field(default_factory=dict)

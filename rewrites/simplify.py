@@ -20,6 +20,7 @@ from scalify_hlo.rewrites.emitter import (
     ops_named,
 )
 from scalify_hlo.rewrites.fp8_cast_fence import fence_shared_fp8_casts
+from scalify_hlo.rewrites.gradient_join import carry_mark, join_gradients
 from scalify_hlo.rewrites.group_statistics import group_statistics
 from scalify_hlo.rewrites.inline import may_have_dead_symbols
 from scalify_hlo.rewrites.loop_scales import hoist_loop_scales
@@ -78,6 +79,7 @@ def drop_identities(module: ir.Module, ops: list[ir.Operation] | None = None) ->
         replacement = _trivial_result(op) if op.name in _IDENTITY_CANDIDATES else None
         if replacement is not None:
             op.results[0].replace_all_uses_with(replacement)
+            carry_mark(op, replacement)
             op.erase()
         else:
             kept.append(op)
@@ -111,6 +113,8 @@ def sink_scale_factors(module: ir.Module, ops: list[ir.Operation] | None = None)
         emit = Emitter(ir.InsertionPoint(op), op.location)
         new = emit.binary("stablehlo.multiply", a, emit.binary("stablehlo.multiply", b, factor))
         op.results[0].replace_all_uses_with(new)
+        carry_mark(op, new)
+        carry_mark(inner, new)  # its only reader was op
         op.erase()
         inner.erase()
         sunk += 1
@@ -149,7 +153,9 @@ def transpose_before_scaling(module: ir.Module, ops: list[ir.Operation] | None =
             factor = emit.splat(splat, out_type)
         else:
             factor = emit.broadcast_scalar(defining_op(factor).operands[0], out_type)
-        op.results[0].replace_all_uses_with(emit.binary("stablehlo.multiply", transposed, factor))
+        new = emit.binary("stablehlo.multiply", transposed, factor)
+        op.results[0].replace_all_uses_with(new)
+        carry_mark(multiply, new)
         op.erase()
         multiply.erase()
         moved += 1
@@ -179,6 +185,11 @@ class Simplify(ModulePass):
                              "ops on each element of a vector once on the vector "
                              "(vectorize-scalar-chains): fewer kernels on XLA:GPU where the "
                              "results are handed on rather than applied")
+    join_gradients: bool = option(True, "in a partitioned step, make the ops that read the "
+                                  "replicated gradients wait for all of them "
+                                  "(join-gradients): XLA then fuses no update kernel into "
+                                  "the backward pass and combines the gradients' "
+                                  "all-reduces; false: only drop scalify's gradient marks")
 
     def validate(self) -> None:
         check_pack_width(self.pack_width)
@@ -230,3 +241,7 @@ class Simplify(ModulePass):
         # Last: the all-reduces that scale agreement split (one per psum, and a kernel
         # before each), made one before XLA's fusion can chain them.
         context.bump("simplify.all-reduces-combined", combine_all_reduces(module))
+        # After everything that moves ops: the update waits for every replicated gradient,
+        # so that XLA fuses none of its kernels into the backward pass.
+        context.bump("simplify.gradients-joined",
+                     join_gradients(module, join=self.join_gradients))

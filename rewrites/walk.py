@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, dtype_name
+from scalify_hlo.rewrites.gradient_join import GRADIENT_ATTR
 from scalify_hlo.rewrites.scalify_state import RESCALE_ATTR, Scaled
 from scalify_hlo.rewrites.sliced_stacks import SlicedStack, read_slice, write_slice, written_dim
 from scalify_hlo.scale import ONE, Scale
@@ -103,10 +104,21 @@ class Walker:
         if rule is None:
             rule = self.state.fallback
         rule(self, op)
+        if op in self.state.gradients:
+            self._mark_gradient(op)
         if RESCALE_ATTR in op.attributes:
             self.rescale_results(op, ir.StringAttr(op.attributes[RESCALE_ATTR]).value)
         if self.state.context.records is not None:
             self._record(op, results)
+
+    def _mark_gradient(self, op: ir.Operation) -> None:
+        """Mark the op that makes a replicated gradient's data, before any rescale reads it,
+        for join-gradients (gradient_join.py)."""
+        for result in op.results:
+            found = self.values.get(result)
+            if isinstance(found, Scaled) and not isinstance(found.data.owner, ir.Block):
+                found.data.owner.attributes[GRADIENT_ATTR] = ir.UnitAttr.get()
+                self.state.context.bump("scalify.gradients-marked")
 
     def _on_stack(self, op: ir.Operation) -> bool:
         """A slice written into or read from a sliced stack (``sliced_stacks``), if ``op``

@@ -19,7 +19,7 @@ import pytest
 from tests.helpers import REPO_ROOT, TESTDATA, simulated_devices_flags
 
 SCRIPT = r"""
-import json, sys
+import dataclasses, json, sys
 import jax
 import numpy as np
 sys.path.insert(0, sys.argv[1])
@@ -27,6 +27,8 @@ import models
 import sharded_setups as setups
 from scalify_hlo import Policy, ScaledArray, compile_scaled, unscale_tree
 from scalify_hlo.scaled_array import is_scaled_leaf
+from scalify_hlo.rewrites import print_pipeline
+from scalify_hlo.rewrites.simplify import Simplify
 from scalify_hlo.targets.collectives import serial_collectives
 
 POLICIES = {"f32": Policy(data_dtype="float32", fp8_dots=False),
@@ -75,7 +77,9 @@ for name, policies in (("data_parallel", ["f32", "default"]), ("fsdp", ["default
             "fed_back_all_reduces": all_reduces(fed_back),
             "fed_back_serial": serial_collectives(fed_back.as_text()),
             "original_serial": serial_collectives(original.as_text()),
-            "delayed_points": scaled._delayed, "original_all_reduces": original_all_reduces}
+            "delayed_points": scaled._delayed, "original_all_reduces": original_all_reduces,
+            "gradients_marked": scaled.report().stats.get("scalify.gradients-marked", 0),
+            "gradients_joined": scaled.report().stats.get("simplify.gradients-joined", 0)}
 
 # shard_map: psum of gradients, psum of their squares; and 4 steps of training.
 step, args = setups.setup("shard_map")
@@ -126,6 +130,23 @@ report["data_parallel/f16-delayed"] = {
     "all_reduces": calls["delayed"]["all_reduces"], "points": calls["delayed"]["points"],
     "current_all_reduces": calls["current"]["all_reduces"], "same": calls["delayed"]["same"],
     "original_all_reduces": all_reduces(jax.jit(step).lower(*args).compile())}
+
+# join-gradients changes no bit: data parallel, default policy, with and without it, two
+# calls (the second fed the first's outputs: the program a training loop runs).
+step, args = setups.setup("data_parallel")
+bits = {}
+for join in (True, False):
+    passes = [dataclasses.replace(p, join_gradients=join) if isinstance(p, Simplify) else p
+              for p in POLICIES["default"].passes()]
+    scaled = compile_scaled(step, *args, pipeline=print_pipeline(passes))
+    state, leaves = scaled.scale_args(*args), []
+    for _ in range(2):
+        out = scaled(*state)
+        leaves += [np.asarray(x).tobytes() for x in jax.tree.leaves(out)]
+        state = (*out[:-1], *state[-2:])
+    bits[join] = (leaves, scaled.report().stats.get("simplify.gradients-joined", 0))
+report["data_parallel/join"] = {"identical": bits[True][0] == bits[False][0],
+                                "joined": bits[True][1], "unjoined": bits[False][1]}
 
 # with_sharding_constraint on values that f16 at scale 1 would flush.
 step, args = setups.setup("constraint")
@@ -271,3 +292,21 @@ def test_fsdp_statistics_wait_for_no_statistic(report: dict[str, Any]) -> None:
     found = report["fsdp/default"]
     assert found["fed_back_all_reduces"] <= found["original_all_reduces"] + 3, found
     assert found["fed_back_serial"] <= found["original_serial"] + 1, found
+
+
+def test_replicated_gradients_are_joined(report: dict[str, Any]) -> None:
+    """join-gradients: every gradient of a replicated parameter that scalify marks reaches
+    the join; FSDP's gradients (of sharded parameters) are not marked; a tensor-parallel
+    step with one replicated parameter joins nothing (one gradient: nothing to keep apart)."""
+    found = report["data_parallel/default"]
+    assert found["gradients_marked"] == found["gradients_joined"] == 4, found
+    assert report["data_parallel/f32"]["gradients_joined"] == 4
+    assert report["fsdp/default"]["gradients_marked"] == 0
+    assert report["tensor_parallel/default"]["gradients_marked"] == 1
+    assert report["tensor_parallel/default"]["gradients_joined"] == 0
+
+
+def test_joining_gradients_changes_no_bit(report: dict[str, Any]) -> None:
+    found = report["data_parallel/join"]
+    assert found["joined"] == 4 and found["unjoined"] == 0, found
+    assert found["identical"], found
