@@ -14,6 +14,7 @@ import os
 import platform
 import re
 import statistics
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -24,6 +25,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
+
+
+def output_path(given: Path | None, published: Path, quick: bool) -> Path:
+    """Where a benchmark writes a result file: ``given`` (its ``--out``) when named, else
+    ``published`` (under docs/), or for a ``--quick`` smoke run the temporary directory, so
+    that a smoke run never writes over the published results."""
+    if given is not None:
+        return given
+    return Path(tempfile.gettempdir()) / f"quick_{published.name}" if quick else published
 # The GPT-2-small shape of ``testdata/models.py``'s GPT step (Adam), the issues' reference.
 GPT2_SMALL = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256, "vocab": 256,
               "batch": 8}

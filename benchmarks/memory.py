@@ -64,6 +64,7 @@ from common import (
     hlo_instruction,
     load_models,
     markdown_table,
+    output_path,
     publish,
     rewrite_or_fail,
     sample_step_texts,
@@ -95,11 +96,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_gpt_arguments(parser)
     parser.add_argument("--no-gpt", action="store_true", help="transformer step only")
     parser.add_argument("--quick", action="store_true", help="transformer step only, no doc")
-    parser.add_argument("--out", type=Path, default=RESULTS / "memory.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON to write (docs/results/memory.json; a --quick "
+                        "run's goes to the temporary directory)")
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     if args.quick:
         args.no_gpt, args.no_doc = True, True
+    args.out = output_path(args.out, RESULTS / "memory.json", args.quick)
     return args
 
 

@@ -65,6 +65,7 @@ from common import (
     load_average,
     load_models,
     markdown_table,
+    output_path,
     paired_ratio,
     publish,
     summary,
@@ -101,7 +102,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--block-ms", type=float, default=50.0,
                         help="length of one timed block of calls (%(default)s ms)")
     parser.add_argument("--quick", action="store_true", help="5 rounds, 10 ms blocks, no doc")
-    parser.add_argument("--out", type=Path, default=RESULTS / "overhead.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON to write (docs/results/overhead.json; a --quick "
+                        "run's goes to the temporary directory)")
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     if args.quick:
@@ -113,6 +116,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                      for b, sizes in (m.split(":") for m in (args.mlp or DEFAULT_MLPS))]
     except ValueError:
         parser.error("--mlp takes BATCH:SIZES, e.g. 8:32,64,64,10")
+    args.out = output_path(args.out, RESULTS / "overhead.json", args.quick)
     return args
 
 

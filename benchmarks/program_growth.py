@@ -62,6 +62,7 @@ from common import (
     hlo_counts,
     load_models,
     markdown_table,
+    output_path,
     publish,
     rewrite_or_fail,
     sample_step_texts,
@@ -87,11 +88,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "gpu-aot extra)")
     parser.add_argument("--no-gpt", action="store_true", help="sample steps only")
     parser.add_argument("--quick", action="store_true", help="sample steps only, no doc")
-    parser.add_argument("--out", type=Path, default=RESULTS / "program_growth.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON to write (docs/results/program_growth.json; a --quick "
+                        "run's goes to the temporary directory)")
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     if args.quick:
         args.no_gpt, args.no_doc = True, True
+    args.out = output_path(args.out, RESULTS / "program_growth.json", args.quick)
     return args
 
 

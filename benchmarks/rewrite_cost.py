@@ -71,6 +71,7 @@ from common import (
     load_average,
     load_models,
     markdown_table,
+    output_path,
     publish,
     summary,
     verdict,
@@ -112,8 +113,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "gpu-aot extra)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: sizes 1 2, one round, no GPT-2-small, no doc")
-    parser.add_argument("--out", type=Path, default=RESULTS / "rewrite_cost.json")
-    parser.add_argument("--figure", type=Path, default=FIGURE)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON to write (docs/results/rewrite_cost.json; a --quick "
+                        "run's goes to the temporary directory)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="the plot to write (docs/figures/rewrite_cost.png; a --quick "
+                        "run's goes to the temporary directory)")
     parser.add_argument("--no-doc", action="store_true",
                         help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
@@ -121,6 +126,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.sizes, args.rounds, args.no_gpt2, args.no_doc = [1, 2], 1, True, True
     if args.rounds < 1 or args.gpt2_rounds < 1:
         parser.error("--rounds and --gpt2-rounds must be >= 1")
+    args.out = output_path(args.out, RESULTS / "rewrite_cost.json", args.quick)
+    args.figure = output_path(args.figure, FIGURE, args.quick)
     return args
 
 

@@ -54,6 +54,7 @@ from common import (
     load_average,
     load_models,
     markdown_table,
+    output_path,
     paired_ratio,
     publish,
     rewrite_or_fail,
@@ -85,13 +86,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="length of one timed block of calls (%(default)s ms)")
     parser.add_argument("--no-gpt", action="store_true", help="sample steps only")
     parser.add_argument("--quick", action="store_true", help="5 rounds, 10 ms blocks, no doc")
-    parser.add_argument("--out", type=Path, default=RESULTS / "runtime_overhead.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON to write (docs/results/runtime_overhead.json; a --quick "
+                        "run's goes to the temporary directory)")
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.block_ms, args.no_doc = 5, 10.0, True
     if args.rounds < 1 or args.block_ms <= 0:
         parser.error("--rounds must be >= 1 and --block-ms > 0")
+    args.out = output_path(args.out, RESULTS / "runtime_overhead.json", args.quick)
     return args
 
 

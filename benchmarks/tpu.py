@@ -44,7 +44,6 @@ import os
 import shlex
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +62,7 @@ from common import (  # noqa: E402
     load_average,
     load_models,
     markdown_table,
+    output_path,
     paired_ratio,
     publish,
     rewrite_or_fail,
@@ -116,9 +116,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.chips, args.sharded_layers, args.no_doc = ["v6e"], 1, True
     if args.compile_rounds < 1:
         parser.error("--compile-rounds must be at least 1")
-    if args.out is None:
-        args.out = (Path(tempfile.gettempdir()) / "tpu_quick.json" if args.quick
-                    else RESULTS / "tpu.json")
+    args.out = output_path(args.out, RESULTS / "tpu.json", args.quick)
     return args
 
 

@@ -41,6 +41,7 @@ from common import (
     format_table,
     interleaved,
     load_models,
+    output_path,
     paired_ratio,
     write_json,
 )
@@ -56,10 +57,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=31)
     parser.add_argument("--calls", type=int, default=200, help="calls per timed block")
     parser.add_argument("--quick", action="store_true", help="5 rounds of 50 calls")
-    parser.add_argument("--out", type=Path, default=RESULTS / "user_scales.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON to write (docs/results/user_scales.json; a --quick "
+                        "run's goes to the temporary directory)")
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.calls = 5, 50
+    args.out = output_path(args.out, RESULTS / "user_scales.json", args.quick)
     return args
 
 
