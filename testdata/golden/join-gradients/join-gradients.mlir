@@ -1,9 +1,9 @@
 // RUN: scalify-hlo rewrite %s --split-input-file --pipeline join-gradients | filecheck %s
 
 // Two gradients (marked by scalify), the first one's update read before the second is
-// made: one element of each, compared with itself, converted and summed, times 0 is the
-// join; each gradient's bits ORed with it (i32 for f32, i16 for f16); the update ops move
-// after the join and read the joined values; the marks are gone.
+// made: one element of each, compared with itself and converted, the least of them (a
+// sort) times 0 is the join; each gradient's bits ORed with it (i32 for f32, i16 for f16);
+// the update ops move after the join and read the joined values; the marks are gone.
 
 // CHECK-LABEL: func.func @two_gradients
 // CHECK:         [[G1:%.*]] = stablehlo.negate %arg2 : tensor<4xf32>
@@ -16,7 +16,13 @@
 // CHECK-NEXT:    [[R2:%.*]] = stablehlo.reshape [[E2]] : (tensor<1x1xf16>) -> tensor<f16>
 // CHECK-NEXT:    [[C2:%.*]] = stablehlo.compare EQ, [[R2]], [[R2]], FLOAT
 // CHECK-NEXT:    [[T2:%.*]] = stablehlo.convert [[C2]] : (tensor<i1>) -> tensor<f32>
-// CHECK-NEXT:    [[S:%.*]] = stablehlo.add [[T1]], [[T2]] : tensor<f32>
+// CHECK-NEXT:    [[V1:%.*]] = stablehlo.reshape [[T1]] : (tensor<f32>) -> tensor<1xf32>
+// CHECK-NEXT:    [[V2:%.*]] = stablehlo.reshape [[T2]] : (tensor<f32>) -> tensor<1xf32>
+// CHECK-NEXT:    [[V:%.*]] = stablehlo.concatenate [[V1]], [[V2]], dim = 0
+// CHECK-NEXT:    [[SORTED:%.*]] = "stablehlo.sort"([[V]])
+// CHECK:         stablehlo.compare LT
+// CHECK:         [[LEAST:%.*]] = stablehlo.slice [[SORTED]] [0:1]
+// CHECK-NEXT:    [[S:%.*]] = stablehlo.reshape [[LEAST]] : (tensor<1xf32>) -> tensor<f32>
 // CHECK:         [[Z:%.*]] = stablehlo.multiply [[S]], %{{.*}} : tensor<f32>
 // CHECK-NEXT:    [[Z32:%.*]] = stablehlo.convert [[Z]] : (tensor<f32>) -> tensor<i32>
 // CHECK-NEXT:    [[B1:%.*]] = stablehlo.bitcast_convert [[G1]] : (tensor<4xf32>) -> tensor<4xi32>
