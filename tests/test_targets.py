@@ -154,12 +154,12 @@ def test_tpu_targets_take_statistics_apart() -> None:
     for name, t in table.TARGETS.items():
         assert t.group_statistics == (t.platform != "tpu"), name
     assert Policy.for_target("v6e").pipeline().endswith(
-        ",simplify{pack-scales=none group-statistics=false}")
+        ",simplify{pack-scales=none group-statistics=false join-gradients=false}")
     assert Policy().group_statistics and "group-statistics" not in Policy().pipeline()
     text = Policy.for_target("tpu7x").pipeline()
-    assert "simplify{pack-scales=none group-statistics=false}" in text
+    assert "simplify{pack-scales=none group-statistics=false join-gradients=false}" in text
     assert Policy.for_target("tpu7x", group_statistics=True).pipeline().endswith(
-        "simplify{pack-scales=none}")
+        "simplify{pack-scales=none join-gradients=false}")
     listed = run_cli("targets")
     assert listed.returncode == 0, listed.stderr
     lines = {line.partition(":")[0]: line for line in listed.stdout.splitlines()}
@@ -184,6 +184,16 @@ def test_cpu_target_packs_every_scale_epoch_and_computes_the_same_step() -> None
     assert on_cpu.text.count("optimization_barrier") > default.text.count(
         "optimization_barrier") >= 1
     _assert_bit_identical(on_cpu(*args), default(*args))
+
+
+def test_only_tpu_targets_leave_gradients_unjoined() -> None:
+    """join-gradients keeps XLA:GPU from chaining a data-parallel step's gradient
+    all-reduces; on a TPU it costs estimated cycles and buys nothing (policy.py)."""
+    for name, t in table.TARGETS.items():
+        assert t.join_gradients == (t.platform != "tpu"), name
+    assert "join-gradients=false" in Policy.for_target("v5e").pipeline()
+    assert "join-gradients" not in Policy.for_target("h100").pipeline()
+    assert "join-gradients" not in Policy().pipeline()
 
 
 def test_tpu_targets_pack_no_scales_and_compute_the_same_step() -> None:

@@ -57,6 +57,12 @@ class Target:
     # statistics (GPUs) those chains' results are handed on, not applied, and GPT-2-small on
     # an H100 target drops 917 -> 893 kernels.
     vectorize_scalar_chains: bool = False
+    # Whether simplify makes a data-parallel step's update wait for every gradient
+    # (Policy.join_gradients): XLA:GPU otherwise fuses update kernels into the backward pass
+    # and chains the gradients' all-reduces (2-layer GPT on 8 H100s: 6 all-reduces, 4 in a
+    # row -> 3, 2); on a TPU it buys nothing and costs a third more estimated cycles (v5e:2x4,
+    # 1-layer GPT: 221,540 -> 294,724, the same two all-reduces).
+    join_gradients: bool = True
     # What the step does with the scales it is given (Policy.argument_scales): fold them into
     # the bf16 data on entry on v6e, whose compiler's time grows with the exponent
     # arithmetic in its kernels (2-layer GPT, XLA:TPU: compile 1.40x -> 1.28x the bf16
@@ -70,7 +76,7 @@ class Target:
 # What every GPU target gets beyond its data type and dots (the fields' comments say why).
 _GPU = {"statistics": "delayed", "scale_pack_width": 64, "vectorize_scalar_chains": True}
 # What every TPU target gets beyond its data type and dots.
-_TPU = {"group_statistics": False, "scale_packing": "none"}
+_TPU = {"group_statistics": False, "scale_packing": "none", "join_gradients": False}
 _BF16_INT8_MXU = "bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a bf16 one"
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
