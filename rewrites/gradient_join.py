@@ -85,13 +85,14 @@ def replicated_gradients(func: ir.Operation, tail: set[ir.Operation]) -> set[ir.
     found: set[ir.Operation] = set()
     for op in block.operations:
         op = op.operation
-        if op in tail or not len(op.results) or not is_backward(op.location):
+        if op in tail or not len(op.results):
             continue
         readers = [use.owner.operation if hasattr(use.owner, "operation") else use.owner
                    for result in op.results if _is_float_tensor(result.type)
                    for use in result.uses]
         update = [reader for reader in readers if reader in tail]
-        if not update:
+        # Its location last: printing it is the dearest test, and few ops feed the update.
+        if not update or not is_backward(op.location):
             continue
         if not _reads_only_replicated(update, tail, arguments, arg_attrs):
             return set()
