@@ -148,15 +148,18 @@ def _readers_and_sources(ops: list[ir.Operation], sources: list[int]
                          ) -> tuple[list[int], bool]:
     """The positions of the ops that read a gradient, directly or not (the terminator
     excluded), and whether one of them is also needed to compute a gradient (a gradient
-    computed from another: nothing is joined then)."""
-    position = {value: at for at, op in enumerate(ops) for value in op.results}
-    operands = [_operands(op) for op in ops]
+    computed from another: nothing is joined then). Only the ops from the first gradient on
+    are looked at: no op before it reads one."""
+    first = min(sources)
+    tail = ops[first:]
+    position = {value: first + at for at, op in enumerate(tail) for value in op.results}
+    operands = [_operands(op) for op in tail]  # operands[at - first] for position at
     is_source = set(sources)
     reads = [False] * len(ops)
-    for at in range(len(ops) - 1):
+    for at in range(first, len(ops) - 1):
         if at in is_source:
             continue
-        for value in operands[at]:
+        for value in operands[at - first]:
             defined = position.get(value)
             if defined is not None and (defined in is_source or reads[defined]):
                 reads[at] = True
@@ -164,13 +167,13 @@ def _readers_and_sources(ops: list[ir.Operation], sources: list[int]
     needed = [False] * len(ops)
     for at in sources:
         needed[at] = True
-    for at in range(len(ops) - 1, -1, -1):
+    for at in range(len(ops) - 1, first - 1, -1):
         if needed[at]:
-            for value in operands[at]:
+            for value in operands[at - first]:
                 defined = position.get(value)
                 if defined is not None:
                     needed[defined] = True
-    readers = [at for at in range(len(ops)) if reads[at]]
+    readers = [at for at in range(first, len(ops)) if reads[at]]
     return readers, any(needed[at] for at in readers)
 
 
