@@ -28,9 +28,9 @@ from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP, Emitter, attributes_of
 from scalify_hlo.rewrites.regions import is_homogeneous
 from scalify_hlo.rewrites.rule_impls import emit_like, rule_same_scale, rule_unscaled
 from scalify_hlo.rewrites.scope import Scaled, Scope
+from scalify_hlo.rewrites.shardings import MESH_REF_RE, split_axes
 from scalify_hlo.scale import Factor, Scale
 
-_MESH_REF_RE = re.compile(r"#sdy\.sharding<(@[\w.$-]+|mesh<[^>]*>)")
 _MESH_AXIS_RE = re.compile(r'"([^"]+)"\s*=\s*(\d+)')
 _DEVICE_IDS_RE = re.compile(r"device_ids\s*=\s*\[([^\]]*)\]")
 _CHANNEL = "#stablehlo.channel_handle<handle = 1, type = 1>"
@@ -251,7 +251,7 @@ def _per_value(shardings: list[ir.Attribute]) -> ir.Attribute:
 def _mesh_ref(op: ir.Operation) -> str:
     for name in ("in_shardings", "out_shardings"):
         for sharding in _shardings(op, name):
-            match = _MESH_REF_RE.search(str(sharding))
+            match = MESH_REF_RE.search(str(sharding))
             if match:
                 return match.group(1)
     raise RewriteError("sdy.manual_computation without operand or result shardings")
@@ -264,13 +264,8 @@ def _manual_axes(op: ir.Operation) -> set[str]:
 def _replicated_over(sharding: ir.Attribute, axes: set[str]) -> bool:
     """Whether a ``#sdy.sharding`` splits no dimension over ``axes`` (every device of the
     manual region gets the whole value)."""
-    text = str(sharding)
-    found = _MESH_REF_RE.search(text)
-    rest = text[found.end():] if found else text
-    if "[" not in rest:
-        return False
-    dims = rest[rest.index("["):rest.index("]") + 1]
-    return not set(re.findall(r'"([^"]+)"', dims)) & axes
+    split = split_axes(sharding)
+    return split is not None and not split & axes
 
 
 def rule_manual_computation(scope: Scope, op: ir.Operation) -> None:

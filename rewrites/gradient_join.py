@@ -30,8 +30,6 @@ it would move that element between devices.
 
 from __future__ import annotations
 
-import re
-
 from jax.extend.mlir import ir
 
 from scalify_hlo.errors import RewriteError
@@ -39,10 +37,10 @@ from scalify_hlo.name_stack import is_backward
 from scalify_hlo.rewrites.emitter import Emitter, scalar_type
 from scalify_hlo.rewrites.regions import nested_ops
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
+from scalify_hlo.rewrites.shardings import split_axes
 from scalify_hlo.symbols import entry_function, partition_count
 
 GRADIENT_ATTR = "scalify.gradient"
-_SHARDING_DIMS = re.compile(r"\[([^\]]*)\]")
 
 
 def carry_mark(old: ir.Operation, new: ir.Value) -> None:
@@ -59,9 +57,8 @@ def _replicated(attrs: ir.Attribute | None, index: int) -> bool:
         return False
     entry = ir.DictAttr(ir.ArrayAttr(attrs)[index])
     if "sdy.sharding" in entry:
-        text = str(entry["sdy.sharding"])
-        dims = _SHARDING_DIMS.search(text)
-        return dims is not None and '"' not in dims.group(1) and "unreduced" not in text
+        sharding = entry["sdy.sharding"]
+        return split_axes(sharding) == set() and "unreduced" not in str(sharding)
     if "mhlo.sharding" in entry:
         return ir.StringAttr(entry["mhlo.sharding"]).value.strip() == "{replicated}"
     return False

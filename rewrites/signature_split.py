@@ -21,8 +21,7 @@ from scalify_hlo.names import (
 )
 from scalify_hlo.rewrites.emitter import is_scalable_type
 from scalify_hlo.rewrites.scope import Scope
-
-_SDY_MESH_RE = re.compile(r"#sdy\.sharding<(@[\w.$-]+|mesh<[^>]*>)")
+from scalify_hlo.rewrites.shardings import MESH_REF_RE
 
 
 def dict_attr(attrs: ir.Attribute | None, index: int) -> dict[str, ir.Attribute]:
@@ -41,7 +40,7 @@ def replicated_attrs(data_attrs: dict[str, ir.Attribute], rank: int = 0
     if "mhlo.sharding" in data_attrs:
         attrs["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
     if "sdy.sharding" in data_attrs:
-        match = _SDY_MESH_RE.search(str(data_attrs["sdy.sharding"]))
+        match = MESH_REF_RE.search(str(data_attrs["sdy.sharding"]))
         if match:
             dims = ", ".join(["{}"] * rank)
             attrs["sdy.sharding"] = ir.Attribute.parse(
