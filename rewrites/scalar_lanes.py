@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from jax.extend.mlir import ir
 
+from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.emitter import Emitter, attributes_of, defining_op, ops_named
 from scalify_hlo.rewrites.mlir_passes import run_mlir_pipeline
 from scalify_hlo.rewrites.op_table import Trait, ops_with
@@ -152,7 +154,8 @@ class _Lanes:
             values = [op.operands[index] for op in members.values()]
             if not all(self.defined_before(value, anchor) for value in values):
                 return None  # defined after the first member: not available to the bundle
-            if len(set(values)) > 1 and size > self.max_gather:
+            if (len(set(values)) > 1 and size > self.max_gather
+                    and _constant_lanes(values) is None):
                 return None
         emit = Emitter(ir.InsertionPoint(anchor), anchor.location)
         element = first.results[0].type.element_type
@@ -188,7 +191,24 @@ def _operand_vector(emit: Emitter, values: dict[int, ir.Value], size: int) -> ir
         return emit.broadcast_scalar(
             scalar, ir.RankedTensorType.get([size], scalar.type.element_type))
     filler = next(iter(values.values()))
-    return emit.vector_of([values.get(lane, filler) for lane in range(size)])
+    ordered = [values.get(lane, filler) for lane in range(size)]
+    constants = _constant_lanes(ordered)
+    if constants is not None:
+        element = ir.RankedTensorType(filler.type).element_type
+        return emit.constant(np.array(constants), ir.RankedTensorType.get([size], element))
+    return emit.vector_of(ordered)
+
+
+def _constant_lanes(values: list[ir.Value]) -> list[float] | None:
+    """The values of scalar constants one per lane (a clamp's bounds that differ between
+    lanes), when each is a splat constant of a type a dense vector holds exactly: such an
+    operand is one constant vector, not a gather, whatever the lane count."""
+    element = ir.RankedTensorType(values[0].type).element_type
+    if not (isinstance(element, ir.F32Type | ir.F16Type | ir.F64Type) or (
+            isinstance(element, ir.IntegerType) and ir.IntegerType(element).width >= 8)):
+        return None
+    constants = [splat_constant_value(value) for value in values]
+    return None if any(value is None for value in constants) else constants
 
 
 def _slice_of(value: ir.Value) -> tuple[ir.Value, int, int] | None:
