@@ -55,6 +55,9 @@ SCALINGS = ("auto", "amax", "none")
 # Whether the dots of the step's output head (see rewrites/output_head) stay in the data
 # dtype or become FP8 like the others (the pass's ``output-head`` option).
 OUTPUT_HEAD = ("keep", "fp8")
+# The operands of a kept head dot: the data dtype's, or widened to f32 (the pass's
+# ``head-operands`` option, Policy.fp8_head_operands; see widen_dot).
+HEAD_OPERANDS = ("data", "f32")
 # Ops that only move data: an operand reached through them keeps its producer's role.
 _LAYOUT_OPS = ops_with(Trait.LAYOUT_ONLY)
 
@@ -103,6 +106,7 @@ class Fp8Options:
     scaling: str = "auto"
     delayed_statistics: str = "none"
     output_head: str = "keep"
+    head_operands: str = "data"
 
 
 def _ineligible(op: ir.Operation, options: Fp8Options) -> str | None:
@@ -186,17 +190,26 @@ def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "no
     _replace_dot(op, factor, emit.convert(product, element_type(output)))
 
 
-def widen_dot(op: ir.Operation) -> None:
+def widen_dot(op: ir.Operation, operands_in_f32: bool = False) -> None:
     """A dot kept in its data dtype produces f32, as the FP8 GEMMs do, and is converted
     after its unit-scaling 2^-k: one accumulation type for every dot's output (a sharded
     step's partial sums of f16 and f32 gradients do not share an all-reduce), and no f16
-    rounding of the accumulated sum before the factor."""
+    rounding of the accumulated sum before the factor.
+
+    ``operands_in_f32``: its operands are converted to f32 first (exact). XLA:CPU cannot
+    run a bf16 x bf16 -> f32 dot ("Unsupported element type for DotThunk"), so a TPU policy's
+    step could not be tried on a CPU; XLA:TPU folds the converts into the dot (the 2-layer GPT
+    on tpu7x: the same 752,457 estimated cycles and 385 fusions). Not on GPUs: XLA:GPU runs
+    the widened dot as an f32 GEMM."""
     output = op.results[0]
     if element_type(output) == ir.F32Type.get() or str(element_type(output)) not in DATA_DTYPES:
         return
     emit = Emitter(ir.InsertionPoint(op), op.location)
     f32 = ir.F32Type.get()
-    product = emit.op("stablehlo.dot_general", list(op.operands),
+    operands = list(op.operands)
+    if operands_in_f32:
+        operands = [x if element_type(x) == f32 else emit.convert(x, f32) for x in operands]
+    product = emit.op("stablehlo.dot_general", operands,
                       [ir.RankedTensorType.get(shape_of(output), f32)], attributes_of(op)).result
     factor = _output_scale(output)
     if factor is not None:
@@ -268,7 +281,7 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
         if kept:  # a policy, not a shape FP8 cannot take: no warning
             context.record(op.name, op.location, "not-fp8",
                            f"stays in {element_type(op.operands[0])}: the output head")
-            widen_dot(op)
+            widen_dot(op, options.head_operands == "f32")
             continue
         reason = _ineligible(op, options)
         if reason is not None:
@@ -314,6 +327,10 @@ class Fp8Dots(ModulePass):
         "keep", "keep: the dots of the step's output head (forward dots whose result reaches "
         "the rank-0 loss through no other dot, and the backward dots sharing their operands) "
         "stay in the data dtype; fp8: cast them too", OUTPUT_HEAD)
+    head_operands: str = option(
+        "data", "the operands of a kept head dot: the data dtype's, or f32 (converted, exact: "
+        "what XLA:CPU needs to run a bf16 head with its f32 result; XLA:TPU folds the "
+        "converts)", HEAD_OPERANDS)
 
     def validate(self) -> None:
         self._exclude_pattern()
@@ -327,4 +344,5 @@ class Fp8Dots(ModulePass):
     def apply(self, module: ir.Module, context: PassContext) -> None:
         fp8_dots(module, Fp8Options(self.forward_format, self.gradient_format, self.min_size,
                                     self._exclude_pattern(), True, self.scaling,
-                                    self.delayed_statistics, self.output_head), context)
+                                    self.delayed_statistics, self.output_head,
+                                    self.head_operands), context)

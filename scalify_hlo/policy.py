@@ -37,6 +37,8 @@ from scalify_hlo.rewrites.simplify import PACK_SCALES, Simplify
 # A field's name (user-facing or MLIR) -> the MLIR name a pass option takes.
 _DATA_DTYPE_NAMES = DATA_DTYPE_ALIASES | {name: name for name in DATA_DTYPES}
 _FP8_FORMAT_NAMES = FP8_FORMAT_ALIASES | {name: name for name in FP8_FORMATS}
+# Policy.fp8_head_operands -> fp8-dots' head-operands option.
+_HEAD_OPERANDS = {"data": "data", "float32": "f32"}
 _STATE_FORMAT_NAMES = _FP8_FORMAT_NAMES | {name: name for name in _STATE_FORMATS}
 
 
@@ -56,6 +58,9 @@ class Policy:
     fp8_output_head: False (the default): the step's output head (the dots that produce the
         loss, a classifier's logits, and their gradient dots) stays in the data dtype, as
         FP8 recipes at scale keep it; True: it is cast like every other dot.
+    fp8_head_operands: the operands of a kept head dot: data (the data dtype) or float32
+        (converted, exact; TPU targets: XLA:TPU folds the converts, and XLA:CPU cannot run
+        the bf16 head with its f32 result otherwise, so a TPU policy's step runs on a CPU).
     exclude: a regular expression; dots whose location matches stay in the data dtype.
     rescale_at: points where scales are recomputed from the data at run time. None: at the
         backward pass's dot and sum outputs for f16 data (its 5-bit exponent cannot absorb
@@ -157,6 +162,7 @@ class Policy:
     fp8_scaling: str = "auto"
     min_dot_size: int = 0
     fp8_output_head: bool = False
+    fp8_head_operands: str = "data"
     exclude: str = ""
     rescale_at: tuple[str, ...] | None = None
     rescale_method: str = "amax"
@@ -188,6 +194,9 @@ class Policy:
             if name not in _FP8_FORMAT_NAMES:
                 raise ScalifyError(f"unsupported FP8 format '{name}' "
                                    f"(use float8_e4m3fn or float8_e5m2)")
+        if self.fp8_head_operands not in _HEAD_OPERANDS:
+            raise ScalifyError(f"unknown fp8_head_operands '{self.fp8_head_operands}' "
+                               f"(use {' or '.join(_HEAD_OPERANDS)})")
         if self.fp8_scaling not in FP8_SCALINGS:
             raise ScalifyError(f"unknown fp8_scaling '{self.fp8_scaling}' "
                                f"(use {', '.join(FP8_SCALINGS)})")
@@ -265,6 +274,7 @@ class Policy:
                                   scaling=self.fp8_scaling, min_size=self.min_dot_size,
                                   exclude=self.exclude,
                                   output_head="fp8" if self.fp8_output_head else "keep",
+                                  head_operands=_HEAD_OPERANDS[self.fp8_head_operands],
                                   delayed_statistics=_DELAYED_MODE[self.statistics]))
         passes.append(Simplify(pack_scales=self.scale_packing,
                                pack_width=self.scale_pack_width,

@@ -233,6 +233,7 @@ def test_cli_stats_report_fp8_dots(gpt: Step, gpt_default: Rewritten, tmp_path: 
     ({"min_dot_size": -1}, "min_dot_size must be >= 0"),
     ({"scale_rounding": "down"}, "unknown scale rounding 'down'"),
     ({"fp8_scaling": "delayed"}, "unknown fp8_scaling 'delayed'"),
+    ({"fp8_head_operands": "f32"}, "unknown fp8_head_operands 'f32' (use data or float32)"),
     ({"exclude": "["}, "invalid exclude pattern '['"),  # checked by the pass, at construction
 ])
 def test_policy_rejects_bad_values(kwargs: dict, message: str) -> None:

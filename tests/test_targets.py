@@ -61,6 +61,35 @@ def test_compile_scaled_for_tpu7x_carries_delayed_exponents_between_calls() -> N
         assert abs(loss - expected) <= 0.05 * abs(expected), (loss, expected)
 
 
+def test_tpu7x_gpt_step_runs_on_this_cpu_with_its_head_in_f32() -> None:
+    """The output head stays out of FP8 and produces f32; on TPU targets its bf16 operands
+    are converted to f32 first (XLA:TPU folds the converts), without which XLA:CPU cannot
+    run the step ("Unsupported element type for DotThunk": bf16 x bf16 -> f32). Both calls,
+    the one that measures its exponents and the one given them, stay within FP8's error of
+    the step in f32."""
+    fn, args = models.gpt_step(1, 16, 2, 8, vocab=16, batch=2)
+    step = compile_scaled(fn, *args, target="tpu7x")
+    assert "head-operands=f32" in step.pipeline
+    heads = [line for line in step.text.splitlines()
+             if "stablehlo.dot_general" in line and "xf32>, tensor<" in line
+             and "f8E" not in line]
+    assert heads and not any("bf16>, tensor<" in line for line in heads)
+    first = step(*args)
+    again = step(first[0], first[1], *args[2:])  # params and optimizer state fed back
+    reference = jax.jit(fn)
+    want_first = reference(*args)
+    want_again = reference(want_first[0], want_first[1], *args[2:])
+    for got, want in ((first, want_first), (again, want_again)):
+        loss, expected = float(got[2].unscale()), float(want[2])
+        assert abs(loss - expected) <= 0.05 * abs(expected), (loss, expected)
+
+
+def test_gpu_targets_keep_the_head_in_their_data_type() -> None:
+    """XLA:GPU would run a head converted to f32 as an f32 GEMM: GPU targets keep it f16."""
+    assert "head-operands" not in Policy.for_target("h100").pipeline()
+    assert "head-operands=f32" in Policy.for_target("tpu7x").pipeline()
+
+
 def test_compile_scaled_for_a_gpu_carries_delayed_exponents_between_calls() -> None:
     fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
     step = compile_scaled(fn, *args, target="h100")
@@ -255,8 +284,8 @@ def test_tpu7x_fences_its_statistics_as_scalars_and_computes_the_same_step() -> 
 def test_tpu7x_takes_a_fused_projections_pieces_in_one_reduction() -> None:
     """A GPT's fused qkv projection sliced into q, k and v: on tpu7x the three amaxes are
     one reduction of the projection (slice-statistics), whose vector goes through the
-    delayed step's barrier whole. (Structure only: XLA:CPU cannot run the step's bf16 head
-    dot with an f32 result; the maxima are checked bit for bit in test_slice_statistics.)"""
+    delayed step's barrier whole. (Structure; the maxima are checked bit for bit in
+    test_slice_statistics.)"""
     fn, args = models.gpt_step(1, 16, 2, 8, vocab=16, batch=2)
     step = compile_scaled(fn, *args, target="tpu7x")
     barrier = next(line for line in step.delayed_text.splitlines()

@@ -71,12 +71,20 @@ class Target:
     # on v5e the same fold costs 11 fusions and no time, on tpu7x 5% more cycles and 12
     # fusions (1.20x -> 1.24x the bf16 step's), and f16 data needs its scales for range.
     argument_scales: str = "keep"
+    # The operands of the output head's dots, which stay out of FP8 and produce f32
+    # (Policy.fp8_head_operands): f32 on TPUs, bf16 converted, which XLA:TPU folds into the
+    # dot (tpu7x: the same estimated cycles and fusions, 752,457 and 385 for the 2-layer
+    # GPT, 13,245,252 and 2020 for GPT-2-small) and without which XLA:CPU cannot run the
+    # step (no bf16 x bf16 -> f32 dot); the data dtype on GPUs, where XLA:GPU would run the
+    # converted dot as an f32 GEMM.
+    fp8_head_operands: str = "data"
 
 
 # What every GPU target gets beyond its data type and dots (the fields' comments say why).
 _GPU = {"statistics": "delayed", "scale_pack_width": 64, "vectorize_scalar_chains": True}
 # What every TPU target gets beyond its data type and dots.
-_TPU = {"group_statistics": False, "scale_packing": "none", "join_gradients": False}
+_TPU = {"group_statistics": False, "scale_packing": "none", "join_gradients": False,
+        "fp8_head_operands": "float32"}
 _BF16_INT8_MXU = "bf16 and int8 MXU; XLA's cost model prices an FP8 dot as a bf16 one"
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
