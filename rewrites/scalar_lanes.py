@@ -201,11 +201,15 @@ def _operand_vector(emit: Emitter, values: dict[int, ir.Value], size: int) -> ir
 
 def _constant_lanes(values: list[ir.Value]) -> list[float] | None:
     """The values of scalar constants one per lane (a clamp's bounds that differ between
-    lanes), when each is a splat constant of a type a dense vector holds exactly: such an
+    lanes), when each is a splat constant of a type whose values survive the round trip
+    through a Python float (signless integers of 8 to 32 bits, f16, f32, f64): such an
     operand is one constant vector, not a gather, whatever the lane count."""
     element = ir.RankedTensorType(values[0].type).element_type
-    if not (isinstance(element, ir.F32Type | ir.F16Type | ir.F64Type) or (
-            isinstance(element, ir.IntegerType) and ir.IntegerType(element).width >= 8)):
+    if isinstance(element, ir.IntegerType):
+        integer = ir.IntegerType(element)
+        if not (integer.is_signless and 8 <= integer.width <= 32):
+            return None
+    elif not isinstance(element, ir.F32Type | ir.F16Type | ir.F64Type):
         return None
     constants = [splat_constant_value(value) for value in values]
     return None if any(value is None for value in constants) else constants

@@ -79,3 +79,22 @@ func.func @boolean_lanes_stay(%e: tensor<2xi32>, %k: tensor<i32>) -> (tensor<i32
   %y1 = stablehlo.select %f, %e1, %k : tensor<i1>, tensor<i32>
   return %y0, %y1 : tensor<i32>, tensor<i32>
 }
+
+// -----
+
+// 64-bit integers do not survive the trip through a Python float the constants' values
+// take: per-lane i64 constants stay scalar when no gather is allowed.
+
+// CHECK-LABEL: func.func @wide_integer_lanes_stay
+// CHECK-COUNT-2: stablehlo.add {{.*}} : tensor<i64>
+func.func @wide_integer_lanes_stay(%e: tensor<2xi64>) -> (tensor<i64>, tensor<i64>) {
+  %k0 = stablehlo.constant dense<9007199254740993> : tensor<i64>
+  %k1 = stablehlo.constant dense<1> : tensor<i64>
+  %s0 = stablehlo.slice %e [0:1] : (tensor<2xi64>) -> tensor<1xi64>
+  %e0 = stablehlo.reshape %s0 : (tensor<1xi64>) -> tensor<i64>
+  %y0 = stablehlo.add %e0, %k0 : tensor<i64>
+  %s1 = stablehlo.slice %e [1:2] : (tensor<2xi64>) -> tensor<1xi64>
+  %e1 = stablehlo.reshape %s1 : (tensor<1xi64>) -> tensor<i64>
+  %y1 = stablehlo.add %e1, %k1 : tensor<i64>
+  return %y0, %y1 : tensor<i64>, tensor<i64>
+}
