@@ -7,6 +7,7 @@ convention, and ``ScaledStep`` converts pytrees of arrays and ``ScaledArray``s t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,8 @@ def compile_scaled(fn: Callable[..., Any], *args: Any, policy: Policy | None = N
     and device: f16 data and FP8 dots on CPU and FP8 GPUs, bf16 data on TPUs) and
     return a step that takes the same pytrees (floating leaves as arrays or ``ScaledArray``s)
     and returns ``ScaledArray``s for floating outputs (plain arrays if not ``return_scaled``).
+    On a CPU backend a bf16 policy's output head reads its operands in f32 (XLA:CPU has no
+    bf16 x bf16 -> f32 dot; ``Policy.fp8_head_operands``).
 
     A ScaledArray argument's scale may be any finite positive number (docs/scaled-signature.md);
     a bad one (0, negative, inf, NaN) is refused with its path when it is on the host, and
@@ -44,6 +47,18 @@ def compile_scaled(fn: Callable[..., Any], *args: Any, policy: Policy | None = N
     if target is not None and (policy is not None or pipeline is not None):
         raise ScalifyError("compile_scaled takes a target or a policy/pipeline, not both "
                            "(Policy.for_target(target, ...) combines them)")
-    chosen = pipeline if pipeline is not None else (
+    chosen = pipeline if pipeline is not None else _runnable_here(
         policy or Policy.for_target(target)).passes()
     return ScaledStep(fn, args, chosen, return_scaled, check_scales)
+
+
+def _runnable_here(policy: Policy) -> Policy:
+    """The policy, with a bf16 output head fed f32 converts of its operands where jax runs on
+    a CPU: the head stays out of FP8 and produces f32, and XLA:CPU has no bf16 x bf16 -> f32
+    dot ("Unsupported element type for DotThunk" at the first call). The converts are exact,
+    so the step computes what the chip would; TPU targets feed the head so everywhere."""
+    if (jax.default_backend() == "cpu" and policy.data_dtype in ("bfloat16", "bf16")
+            and policy.fp8_dots and not policy.fp8_output_head
+            and policy.fp8_head_operands == "data"):
+        return dataclasses.replace(policy, fp8_head_operands="float32")
+    return policy

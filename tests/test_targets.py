@@ -84,6 +84,18 @@ def test_tpu7x_gpt_step_runs_on_this_cpu_with_its_head_in_f32() -> None:
         assert abs(loss - expected) <= 0.05 * abs(expected), (loss, expected)
 
 
+def test_a_bf16_policy_runs_on_this_cpu_with_its_head_in_f32() -> None:
+    """A policy of bf16 data named by hand (no target) gets the f32 head operands where jax
+    runs on a CPU, so its step runs; set by hand, or with the head in FP8, it is left alone."""
+    fn, args = models.gpt_step(1, 16, 2, 8, vocab=16, batch=2)
+    step = compile_scaled(fn, *args, policy=Policy(data_dtype="bfloat16"))
+    assert "head-operands=f32" in step.pipeline
+    loss, expected = float(step(*args)[2].unscale()), float(jax.jit(fn)(*args)[2])
+    assert abs(loss - expected) <= 0.05 * abs(expected), (loss, expected)
+    for policy in (Policy(data_dtype="bfloat16", fp8_output_head=True), Policy()):
+        assert "head-operands" not in compile_scaled(fn, *args, policy=policy).pipeline
+
+
 def test_gpu_targets_keep_the_head_in_their_data_type() -> None:
     """XLA:GPU would run a head converted to f32 as an f32 GEMM: GPU targets keep it f16."""
     assert "head-operands" not in Policy.for_target("h100").pipeline()
