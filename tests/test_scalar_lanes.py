@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -83,6 +84,31 @@ def test_simplify_vectorizes_only_steps_given_their_exponents() -> None:
         result = rewrite_module_source(original, _pipeline(policy, "option", delayed))
         assert result.error is None
         assert not result.context.stats.get("simplify.scalar-ops-vectorized"), delayed
+
+
+def test_given_exponents_are_clamped_as_one_vector() -> None:
+    """Each exponent a GPU step is given is clamped to bounds of its use (-126/126,
+    -127/127): per-lane constants, which become one constant vector whatever the lane count
+    (the 1-layer GPT's delayed exponents outnumber the pack width): no clamp is left on one
+    element of the given vector."""
+    text = _rewritten_text(_pipeline(Policy.for_target("h100"), "option", "use"))
+    given = text.split("delayed_exponents")[0].rsplit("%arg", 1)[1].split(":")[0]
+    size = int(re.search(rf"%arg{given}: tensor<(\d+)xi32>", text).group(1))
+    assert size > Policy.for_target("h100").scale_pack_width
+    lanes = set(re.findall(rf"(%\w+) = stablehlo.slice %arg{given} \[\d+:\d+\]", text))
+    reads = {m.group(1) for m in re.finditer(r"(%\w+) = stablehlo.reshape (%\w+) ", text)
+             if m.group(2) in lanes}
+    scalar_clamps = [line for line in text.splitlines() if "stablehlo.clamp" in line
+                     and any(f" {read}," in line for read in reads)]
+    assert not scalar_clamps, scalar_clamps[:2]
+    assert re.search(rf"stablehlo.clamp %\w+, %arg{given}, %\w+ : tensor<{size}xi32>", text)
+
+
+@functools.cache
+def _rewritten_text(pipeline: str) -> str:
+    result = rewrite_module_source(_gpt_text(), pipeline)
+    assert result.error is None
+    return result.output.decode()
 
 
 @functools.cache
