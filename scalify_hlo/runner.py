@@ -75,14 +75,16 @@ def run_module(text: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 def run_executable(executable, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run once and copy the outputs to the host. The copy is inside the ``try``: XLA
+    dispatches asynchronously, and an error of the run itself (XLA:CPU's "Unsupported element
+    type for DotThunk", say) is raised where an output is first read."""
     device = executable.local_devices()[0]
     buffers = [jax.device_put(np.asarray(x), device) for x in inputs]
     try:
-        outputs = executable.execute(buffers)
+        return [np.asarray(out) for out in executable.execute(buffers)]
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ScalifyError(f"XLA could not run the module: {first}") from None
-    return [np.asarray(out) for out in outputs]
 
 
 def compiled_hlo_text(text: str) -> str:

@@ -279,3 +279,34 @@ def test_run_refuses_a_module_with_delayed_statistics(tmp_path: Path, mode: str)
     result = helpers.run_cli("run", rewritten)
     assert result.returncode != 0
     assert result.stderr.count("\n") == 1 and "delayed statistics" in result.stderr, result.stderr
+
+
+class _FailsWhenRead:
+    """An output whose run failed: XLA dispatches asynchronously and raises on the read."""
+
+    def __array__(self, *args: object, **kwargs: object) -> object:
+        raise RuntimeError("UNIMPLEMENTED: Unsupported element type for DotThunk::Execute: "
+                           "BF16 x BF16 = F32\nsecond line")
+
+
+class _Executable:
+    def local_devices(self) -> list[object]:
+        import jax
+
+        return jax.devices("cpu")[:1]
+
+    def execute(self, buffers: list[object]) -> list[object]:
+        return [_FailsWhenRead()]
+
+
+def test_a_run_that_fails_when_its_output_is_read_is_one_user_error_line() -> None:
+    """XLA:CPU reports some failures of a run (no bf16 x bf16 -> f32 dot) only where an
+    output is first read: that is still the module's run failing, said in one line, not an
+    internal error of the tool."""
+    from scalify_hlo.errors import ScalifyError
+    from scalify_hlo.runner import run_executable
+
+    with pytest.raises(ScalifyError) as raised:
+        run_executable(_Executable(), [])
+    assert str(raised.value) == ("XLA could not run the module: UNIMPLEMENTED: Unsupported "
+                                 "element type for DotThunk::Execute: BF16 x BF16 = F32")
