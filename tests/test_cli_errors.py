@@ -12,10 +12,13 @@ import random
 import subprocess
 from pathlib import Path
 
+import jax
 import pytest
 from jax.extend.mlir import ir
 from jax.interpreters import mlir as jax_mlir
 
+from scalify_hlo.errors import ScalifyError
+from scalify_hlo.runner import run_executable
 from tests import helpers
 
 BYTECODE_MAGIC = b"ML\xefR"
@@ -291,8 +294,6 @@ class _FailsWhenRead:
 
 class _Executable:
     def local_devices(self) -> list[object]:
-        import jax
-
         return jax.devices("cpu")[:1]
 
     def execute(self, buffers: list[object]) -> list[object]:
@@ -303,9 +304,6 @@ def test_a_run_that_fails_when_its_output_is_read_is_one_user_error_line() -> No
     """XLA:CPU reports some failures of a run (no bf16 x bf16 -> f32 dot) only where an
     output is first read: that is still the module's run failing, said in one line, not an
     internal error of the tool."""
-    from scalify_hlo.errors import ScalifyError
-    from scalify_hlo.runner import run_executable
-
     with pytest.raises(ScalifyError) as raised:
         run_executable(_Executable(), [])
     assert str(raised.value) == ("XLA could not run the module: UNIMPLEMENTED: Unsupported "

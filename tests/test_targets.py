@@ -86,7 +86,7 @@ def test_tpu7x_gpt_step_runs_on_this_cpu_with_its_head_in_f32() -> None:
 
 def test_a_bf16_policy_runs_on_this_cpu_with_its_head_in_f32() -> None:
     """A policy of bf16 data named by hand (no target) gets the f32 head operands where jax
-    runs on a CPU, so its step runs; set by hand, or with the head in FP8, it is left alone."""
+    runs on a CPU, so its step runs; one with the head in FP8 or f16 data is left alone."""
     fn, args = models.gpt_step(1, 16, 2, 8, vocab=16, batch=2)
     step = compile_scaled(fn, *args, policy=Policy(data_dtype="bfloat16"))
     assert "head-operands=f32" in step.pipeline
