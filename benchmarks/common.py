@@ -25,6 +25,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
+# The GPT-2-small shape of ``testdata/models.py``'s GPT step (Adam), the issues' reference.
+GPT2_SMALL = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256, "vocab": 256,
+              "batch": 8}
 
 
 def output_path(given: Path | None, published: Path, quick: bool) -> Path:
@@ -34,9 +37,6 @@ def output_path(given: Path | None, published: Path, quick: bool) -> Path:
     if given is not None:
         return given
     return Path(tempfile.gettempdir()) / f"quick_{published.name}" if quick else published
-# The GPT-2-small shape of ``testdata/models.py``'s GPT step (Adam), the issues' reference.
-GPT2_SMALL = {"n_layers": 12, "d_model": 768, "n_heads": 12, "context": 256, "vocab": 256,
-              "batch": 8}
 
 
 def load_models() -> ModuleType:

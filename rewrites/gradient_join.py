@@ -84,9 +84,8 @@ def replicated_gradients(func: ir.Operation, tail: set[ir.Operation]) -> set[ir.
         op = op.operation
         if op in tail or not len(op.results):
             continue
-        readers = [use.owner.operation if hasattr(use.owner, "operation") else use.owner
-                   for result in op.results if _is_float_tensor(result.type)
-                   for use in result.uses]
+        readers = [use.owner.operation for result in op.results
+                   if _is_float_tensor(result.type) for use in result.uses]
         update = [reader for reader in readers if reader in tail]
         # Its location last: printing it is the dearest test, and few ops feed the update.
         if not update or not is_backward(op.location):
@@ -118,9 +117,8 @@ def _reads_only_replicated(start: list[ir.Operation], tail: set[ir.Operation],
                 read_any = True
         for result in op.results:
             for use in result.uses:
-                user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-                if user in tail:
-                    work.append(user)
+                if use.owner.operation in tail:
+                    work.append(use.owner.operation)
     return read_any
 
 

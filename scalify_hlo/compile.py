@@ -13,6 +13,7 @@ from typing import Any
 
 import jax
 
+from scalify_hlo.dtypes import DATA_DTYPE_ALIASES
 from scalify_hlo.errors import ScalifyError
 from scalify_hlo.leaf_specs import LeafSpec
 from scalify_hlo.policy import Policy
@@ -57,7 +58,8 @@ def _runnable_here(policy: Policy) -> Policy:
     a CPU: the head stays out of FP8 and produces f32, and XLA:CPU has no bf16 x bf16 -> f32
     dot ("Unsupported element type for DotThunk" at the first call). The converts are exact,
     so the step computes what the chip would; TPU targets feed the head so everywhere."""
-    if (jax.default_backend() == "cpu" and policy.data_dtype in ("bfloat16", "bf16")
+    if (jax.default_backend() == "cpu"
+            and DATA_DTYPE_ALIASES.get(policy.data_dtype, policy.data_dtype) == "bf16"
             and policy.fp8_dots and not policy.fp8_output_head
             and policy.fp8_head_operands == "data"):
         return dataclasses.replace(policy, fp8_head_operands="float32")
