@@ -73,7 +73,10 @@ def _array_dtype(leaf: Any, name: str) -> np.dtype:
         dtype = np.dtype(leaf.dtype if hasattr(leaf, "dtype") else jnp.asarray(leaf).dtype)
     except (TypeError, ValueError):
         dtype = None
-    if dtype is None or dtype.kind in "OSUV":
+    # ml_dtypes' types (bfloat16, the FP8 formats) are numpy kind "V" too: only a void
+    # that is not one of them (a record) is refused.
+    if dtype is None or dtype.kind in "OSU" or (
+            dtype.kind == "V" and not jnp.issubdtype(dtype, jnp.number)):
         raise ScalifyError(f"{name}: a {type(leaf).__name__} is not an array; compile_scaled "
                            "takes arrays, ScaledArrays and numbers as arguments (make other "
                            "values static: close over them or use functools.partial)")

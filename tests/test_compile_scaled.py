@@ -533,8 +533,9 @@ def test_wrong_dtype_names_the_argument(
         "args[0]['wte']: dtype int32 does not match the compiled step's float32")
 
 
-@pytest.mark.parametrize("leaf", ["relu", object(), np.array(["a", "b"])],
-                         ids=["str", "object", "str-array"])
+@pytest.mark.parametrize("leaf", ["relu", object(), np.array(["a", "b"]),
+                                  np.zeros(2, dtype=[("a", "f4")])],
+                         ids=["str", "object", "str-array", "record-array"])
 def test_a_non_array_argument_is_a_one_line_error(leaf: Any) -> None:
     """A string among the arguments gave JAX's multi-frame TypeError naming no argument."""
     with pytest.raises(ScalifyError) as info:
@@ -543,6 +544,26 @@ def test_a_non_array_argument_is_a_one_line_error(leaf: Any) -> None:
     message = str(info.value)
     assert message.startswith("args[1]['act']: a ") and "not an array" in message
     assert "\n" not in message
+
+
+def test_bfloat16_parameters_are_arrays() -> None:
+    """bfloat16 (numpy kind "V", as every ml_dtypes type) was refused as "not an array": a
+    mixed-precision step whose weights are bf16 could not be compiled at all."""
+    w = jax.random.normal(jax.random.PRNGKey(0), (16, 16)).astype(jnp.bfloat16)
+    x = jax.random.normal(jax.random.PRNGKey(1), (4, 16))
+
+    def train_step(w: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        def loss(w: jax.Array) -> jax.Array:
+            return jnp.mean(jnp.tanh((x.astype(jnp.bfloat16) @ w).astype(jnp.float32)) ** 2)
+        value, grad = jax.value_and_grad(loss)(w)
+        return (w.astype(jnp.float32) - 0.1 * grad.astype(jnp.float32)).astype(jnp.bfloat16), value
+
+    step = compile_scaled(train_step, w, x, policy=F32, return_scaled=False)
+    new_w, value = step(w, x)
+    want_w, want_value = jax.jit(train_step)(w, x)
+    assert new_w.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.asarray(new_w, np.float32), np.asarray(want_w, np.float32))
+    assert float(value) == float(want_value)
 
 
 def test_wrong_tree_structure_names_the_argument(
