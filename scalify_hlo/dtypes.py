@@ -32,16 +32,25 @@ FP8_MIN_NORMAL_EXPONENT = {"f8E4M3FN": -6, "f8E5M2": -14}
 # for training state stored in 8 bits (an optimizer's first moment, ``moment-format``).
 STORAGE_DTYPES = (*DATA_DTYPES, *FP8_FORMATS)
 
-# MLIR float element type name -> numpy scalar type.
+# MLIR float element type name -> numpy scalar type: the ones the rewrite computes in, and
+# every narrow float jax can hand a step as an argument (quantized weights, FP8 state).
 FLOAT_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32,
                 "f64": np.float64, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
-                "f8E5M2": ml_dtypes.float8_e5m2}
-_INTEGER_DTYPES = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32,
-                   "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32,
-                   "ui64": np.uint64}
+                "f8E5M2": ml_dtypes.float8_e5m2, "f8E4M3": ml_dtypes.float8_e4m3,
+                "f8E3M4": ml_dtypes.float8_e3m4, "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz,
+                "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
+                "f8E4M3B11FNUZ": ml_dtypes.float8_e4m3b11fnuz,
+                "f8E8M0FNU": ml_dtypes.float8_e8m0fnu, "f4E2M1FN": ml_dtypes.float4_e2m1fn,
+                "f6E2M3FN": ml_dtypes.float6_e2m3fn, "f6E3M2FN": ml_dtypes.float6_e3m2fn}
+_INTEGER_DTYPES = {"i1": np.bool_, "i2": ml_dtypes.int2, "i4": ml_dtypes.int4, "i8": np.int8,
+                   "i16": np.int16, "i32": np.int32, "i64": np.int64, "ui2": ml_dtypes.uint2,
+                   "ui4": ml_dtypes.uint4, "ui8": np.uint8, "ui16": np.uint16,
+                   "ui32": np.uint32, "ui64": np.uint64}
+_COMPLEX_DTYPES = {"complex<f32>": np.complex64, "complex<f64>": np.complex128}
 # MLIR element type name -> numpy dtype, for every element type a host array can have.
 ELEMENT_DTYPES: dict[str, np.dtype] = {
-    name: np.dtype(t) for name, t in {**FLOAT_DTYPES, **_INTEGER_DTYPES}.items()}
+    name: np.dtype(t)
+    for name, t in {**FLOAT_DTYPES, **_INTEGER_DTYPES, **_COMPLEX_DTYPES}.items()}
 # The numpy dtypes of the data dtypes: the leaves a scaled signature splits.
 DATA_NUMPY_DTYPES = tuple(ELEMENT_DTYPES[name] for name in DATA_DTYPES)
 # FP8 numpy dtype -> MLIR name (a data half stored in FP8, ``fp8_storage``).

@@ -566,6 +566,22 @@ def test_bfloat16_parameters_are_arrays() -> None:
     assert float(value) == float(want_value)
 
 
+@pytest.mark.parametrize("dtype", [jnp.int4, jnp.uint2, jnp.float8_e4m3fnuz,
+                                   jnp.float4_e2m1fn, jnp.complex64])
+def test_narrow_and_complex_arguments_pass_through(dtype: Any) -> None:
+    """A quantized weight (int4, an FP4 or FP8 variant) or a complex argument crashed the
+    step's signature with a KeyError traceback: its element type had no numpy dtype."""
+    codes = jnp.arange(4).astype(dtype)
+    x = jnp.linspace(-1.0, 1.0, 8).reshape(2, 4)
+
+    def dequantized(codes: jax.Array, x: jax.Array) -> jax.Array:
+        return x * jnp.real(codes.astype(jnp.complex64))
+
+    step = compile_scaled(dequantized, codes, x, policy=F32, return_scaled=False)
+    np.testing.assert_array_equal(np.asarray(step(codes, x)),
+                                  np.asarray(jax.jit(dequantized)(codes, x)))
+
+
 def test_wrong_tree_structure_names_the_argument(
         mlp: Case) -> None:
     (params, x, y), step = mlp.args, mlp.step
