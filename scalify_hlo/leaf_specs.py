@@ -89,7 +89,17 @@ def example_of(leaf: Any, spec: LeafSpec) -> jax.ShapeDtypeStruct:
         return jax.ShapeDtypeStruct(data.shape, data.dtype)
     source = leaf.data if isinstance(leaf, ScaledArray) else leaf
     sharding = getattr(source, "sharding", None) if isinstance(source, jax.Array) else None
-    return jax.ShapeDtypeStruct(spec.shape, spec.dtype, sharding=sharding)
+    return jax.ShapeDtypeStruct(spec.shape, spec.dtype, sharding=sharding,
+                                weak_type=_weakly_typed(leaf))
+
+
+def _weakly_typed(leaf: Any) -> bool:
+    """Whether ``jax.jit`` traces ``leaf`` weakly typed (a Python int, float or complex, or
+    an array made from one): a learning rate given as ``0.1`` must not promote a bfloat16
+    update to float32, which it did when the step was exported at a strong float32."""
+    if isinstance(leaf, jax.Array):
+        return bool(leaf.weak_type)
+    return type(leaf) in (int, float, complex)
 
 
 def spec_positions(specs: list[LeafSpec]) -> list[int]:

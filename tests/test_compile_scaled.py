@@ -566,6 +566,23 @@ def test_bfloat16_parameters_are_arrays() -> None:
     assert float(value) == float(want_value)
 
 
+def test_a_python_float_argument_is_weakly_typed_as_under_jit() -> None:
+    """A learning rate given as a Python float is weakly typed under ``jax.jit``: a bfloat16
+    update stays bfloat16. Exported at a strong float32, the step returned float32 weights,
+    which the next call refused as the wrong dtype."""
+    w = jnp.linspace(-1.0, 1.0, 16).reshape(4, 4).astype(jnp.bfloat16)
+    x = jnp.ones((2, 4), jnp.bfloat16)
+
+    def train_step(w: jax.Array, x: jax.Array, lr: float) -> jax.Array:
+        grad = jax.grad(lambda w: jnp.mean(jnp.tanh(x @ w).astype(jnp.float32) ** 2))(w)
+        return w - lr * grad
+
+    step = compile_scaled(train_step, w, x, 0.1, policy=F32, return_scaled=False)
+    new_w = step(w, x, 0.1)
+    assert new_w.dtype == jax.jit(train_step)(w, x, 0.1).dtype == jnp.bfloat16
+    assert step(new_w, x, 0.1).dtype == jnp.bfloat16  # fed back: the same program
+
+
 @pytest.mark.parametrize("dtype", [jnp.int4, jnp.uint2, jnp.float8_e4m3fnuz,
                                    jnp.float4_e2m1fn, jnp.complex64])
 def test_narrow_and_complex_arguments_pass_through(dtype: Any) -> None:
