@@ -14,9 +14,13 @@ from typing import Any
 import jax
 
 from scalify_hlo.dtypes import DATA_DTYPE_ALIASES
-from scalify_hlo.errors import ScalifyError
+from scalify_hlo.errors import PipelineError, ScalifyError
 from scalify_hlo.leaf_specs import LeafSpec
 from scalify_hlo.policy import Policy
+from scalify_hlo.rewrites import ModulePass
+from scalify_hlo.rewrites.fp8_dots import Fp8Dots
+from scalify_hlo.rewrites.registry import parse_pipeline
+from scalify_hlo.rewrites.scalify import Scalify
 from scalify_hlo.scaled_step import ScaledStep
 from scalify_hlo.step_report import Report
 
@@ -36,8 +40,8 @@ def compile_scaled(fn: Callable[..., Any], *args: Any, policy: Policy | None = N
     and device: f16 data and FP8 dots on CPU and FP8 GPUs, bf16 data on TPUs) and
     return a step that takes the same pytrees (floating leaves as arrays or ``ScaledArray``s)
     and returns ``ScaledArray``s for floating outputs (plain arrays if not ``return_scaled``).
-    On a CPU backend a bf16 policy's output head reads its operands in f32 (XLA:CPU has no
-    bf16 x bf16 -> f32 dot; ``Policy.fp8_head_operands``).
+    On a CPU backend a bf16 policy's (or pipeline's) output head reads its operands in f32
+    (XLA:CPU has no bf16 x bf16 -> f32 dot; ``Policy.fp8_head_operands``).
 
     A ScaledArray argument's scale may be any finite positive number (docs/scaled-signature.md);
     a bad one (0, negative, inf, NaN) is refused with its path when it is on the host, and
@@ -48,9 +52,29 @@ def compile_scaled(fn: Callable[..., Any], *args: Any, policy: Policy | None = N
     if target is not None and (policy is not None or pipeline is not None):
         raise ScalifyError("compile_scaled takes a target or a policy/pipeline, not both "
                            "(Policy.for_target(target, ...) combines them)")
-    chosen = pipeline if pipeline is not None else _runnable_here(
+    chosen = _runnable_pipeline(pipeline) if pipeline is not None else _runnable_here(
         policy or Policy.for_target(target)).passes()
     return ScaledStep(fn, args, chosen, return_scaled, check_scales)
+
+
+def _runnable_pipeline(pipeline: str) -> str | list[ModulePass]:
+    """An explicit pipeline, changed as ``_runnable_here`` changes a policy: on a CPU, with
+    bf16 data, each fp8-dots that keeps the output head out of FP8 reads its operands in f32
+    (``head-operands=f32``). The step's ``pipeline`` names what ran. A pipeline that does not
+    parse is left to the rewrite, which reports it."""
+    if jax.default_backend() != "cpu":
+        return pipeline
+    try:
+        passes = parse_pipeline(pipeline)
+    except PipelineError:
+        return pipeline
+    if not any(isinstance(p, Scalify) and DATA_DTYPE_ALIASES.get(p.data_dtype, p.data_dtype)
+               == "bf16" for p in passes):
+        return pipeline
+    runnable = [dataclasses.replace(p, head_operands="f32")
+                if isinstance(p, Fp8Dots) and p.output_head == "keep"
+                and p.head_operands == "data" else p for p in passes]
+    return pipeline if runnable == passes else runnable
 
 
 def _runnable_here(policy: Policy) -> Policy:

@@ -96,6 +96,25 @@ def test_a_bf16_policy_runs_on_this_cpu_with_its_head_in_f32() -> None:
         assert "head-operands" not in compile_scaled(fn, *args, policy=policy).pipeline
 
 
+def test_a_bf16_pipeline_named_by_hand_runs_on_this_cpu() -> None:
+    """The same for a pipeline string (a bf16 policy's, as a user copies it from
+    ``Policy.pipeline()``): it failed at the first call with XLA:CPU's "Unsupported element
+    type for DotThunk::Execute: BF16 x BF16 = F32". A pipeline that asks for f32 head
+    operands, or that does not parse, is passed on unchanged."""
+    fn, args = models.gpt_step(1, 16, 2, 8, vocab=16, batch=2)
+    pipeline = Policy(data_dtype="bfloat16").pipeline()
+    assert "head-operands" not in pipeline
+    step = compile_scaled(fn, *args, pipeline=pipeline)
+    assert "head-operands=f32" in step.pipeline
+    loss, expected = float(step(*args)[2].unscale()), float(jax.jit(fn)(*args)[2])
+    assert abs(loss - expected) <= 0.05 * abs(expected), (loss, expected)
+    for unchanged in (Policy(data_dtype="bfloat16", fp8_output_head=True).pipeline(),
+                      Policy().pipeline()):
+        assert compile_scaled(fn, *args, pipeline=unchanged).pipeline == unchanged
+    with pytest.raises(ScalifyError, match="data-dtype"):
+        compile_scaled(fn, *args, pipeline="inline,scalify{data-dtype=nope},simplify")
+
+
 def test_gpu_targets_keep_the_head_in_their_data_type() -> None:
     """XLA:GPU would run a head converted to f32 as an f32 GEMM: GPU targets keep it f16."""
     assert "head-operands" not in Policy.for_target("h100").pipeline()
