@@ -26,6 +26,8 @@ from scalify_hlo.errors import ScalifyError
 
 # (smallest normal, largest) exponent of f32: the range of a scale.
 _F32_EXPONENTS = EXPONENT_RANGES["f32"]
+# How far pow2_scale shifts values down before squaring them where their squares overflow.
+_SQUARE_SHIFT = 65
 # An all-zero tensor's scale with f16 data: the smallest normal f32 power of two, so that a
 # zero-initialized moment never dominates a common (max) scale; its data is 0 at any scale.
 # f32/bf16 data take one operand's scale instead (scalify's common-scale=auto), where a
@@ -190,8 +192,25 @@ def pow2_scale(x: Any, dtype: Any = jnp.float16) -> jax.Array:
     # nonzero count to 0.
     finite_count = jnp.sum(finite.astype(jnp.float32))
     nonzero_count = jnp.sum((values != 0).astype(jnp.float32))
-    rms = jnp.sqrt(jnp.sum(values * values) / jnp.maximum(finite_count, 1.0))
-    exponent = jnp.clip(jnp.round(jnp.log2(jnp.where(rms > 0, rms, 1.0))), *_F32_EXPONENTS)
+    # A square overflows from |x| = 2^64 and flushes to zero below 2^-63: where the plain
+    # sum of squares does either, the squares of x * 2^-65 or x * 2^65 give the RMS. Without
+    # them a tensor with an element above 1.8e19 took the largest scale, one whose elements
+    # are all below 1e-19 scale 1, and their f16 data held zeros.
+    count = jnp.maximum(finite_count, 1.0)
+    plain = jnp.sum(values * values)
+    down = values * jnp.float32(2.0**-_SQUARE_SHIFT)
+    up = values * jnp.float32(2.0**_SQUARE_SHIFT)
+    rms = jnp.where(
+        ~jnp.isfinite(plain),
+        jnp.sqrt(jnp.sum(down * down) / count) * jnp.float32(2.0**_SQUARE_SHIFT),
+        jnp.where(plain < jnp.float32(2.0**-60),
+                  jnp.sqrt(jnp.sum(up * up) / count) * jnp.float32(2.0**-_SQUARE_SHIFT),
+                  jnp.sqrt(plain / count)))
+    # At most 2^126: data is the value divided by the scale, which XLA:CPU computes as a
+    # product with the scale's reciprocal, and 2^-127 is subnormal (flushed: 3e38 / 2^127
+    # came out 0). The data of a value near f32's largest is then below 4.
+    exponent = jnp.clip(jnp.round(jnp.log2(jnp.where(rms > 0, rms, 1.0))),
+                        _F32_EXPONENTS[0], _F32_EXPONENTS[1] - 1)
     # ldexp, not exp2: XLA's exp2 is not exact at most integer exponents.
     scale = jnp.ldexp(jnp.float32(1.0), exponent.astype(jnp.int32))
     all_zero = jnp.logical_and(finite_count > 0, nonzero_count == 0)

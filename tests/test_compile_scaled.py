@@ -358,10 +358,23 @@ def test_as_scaled_takes_a_power_of_two_from_the_rms() -> None:
 
 
 def test_as_scaled_scales_are_exact_powers_of_two() -> None:
-    exponents = np.arange(-60, 61, 3)  # beyond 2^+-63, the f32 sum of squares overflows
+    """Over f32's whole normal range: beyond 2^+-63 the f32 sum of squares overflows or
+    flushes to zero, which gave the largest scale or 1 (and f16 data of zeros)."""
+    exponents = np.arange(-126, 127, 3)
     x = jnp.asarray(1.37 * 2.0 ** exponents, jnp.float32)
     scales = jax.jit(jax.vmap(lambda v: as_scaled(v, jnp.float32).scale))(x[:, None])
     np.testing.assert_array_equal(np.asarray(scales), 2.0 ** exponents)
+
+
+@pytest.mark.parametrize("values", [[1e20, -3e19], [1e-30, 2e-31], [3e38, -1.0]],
+                         ids=["huge", "tiny", "near-f32-max"])
+def test_as_scaled_keeps_far_magnitudes_in_f16_data(values: list[float]) -> None:
+    """f16 data holds what its scale was chosen for: a value near f32's largest divided by
+    2^127 was flushed to zero by XLA:CPU (a product with the subnormal reciprocal)."""
+    x = jnp.asarray(values, jnp.float32)
+    scaled = as_scaled(x, jnp.float16)
+    assert 0.25 <= float(jnp.max(jnp.abs(scaled.data.astype(jnp.float32)))) < 4.0
+    np.testing.assert_allclose(np.asarray(scaled.unscale())[0], values[0], rtol=1e-3)
 
 
 def test_as_scaled_of_zeros() -> None:
