@@ -94,12 +94,11 @@ def example_of(leaf: Any, spec: LeafSpec) -> jax.ShapeDtypeStruct:
 
 
 def _weakly_typed(leaf: Any) -> bool:
-    """Whether ``jax.jit`` traces ``leaf`` weakly typed (a Python int, float or complex, or
-    an array made from one): a learning rate given as ``0.1`` must not promote a bfloat16
-    update to float32, which it did when the step was exported at a strong float32."""
-    if isinstance(leaf, jax.Array):
-        return bool(leaf.weak_type)
-    return type(leaf) in (int, float, complex)
+    """Whether ``jax.jit`` traces ``leaf`` weakly typed (a Python int, float or complex, an
+    array made from one, a ``ShapeDtypeStruct`` that says so): a learning rate given as
+    ``0.1`` must not promote a bfloat16 update to float32, which it did when the step was
+    exported at a strong float32."""
+    return type(leaf) in (int, float, complex) or bool(getattr(leaf, "weak_type", False))
 
 
 def spec_positions(specs: list[LeafSpec]) -> list[int]:

@@ -594,6 +594,9 @@ def test_a_python_float_argument_is_weakly_typed_as_under_jit() -> None:
     new_w = step(w, x, 0.1)
     assert new_w.dtype == jax.jit(train_step)(w, x, 0.1).dtype == jnp.bfloat16
     assert step(new_w, x, 0.1).dtype == jnp.bfloat16  # fed back: the same program
+    weak_lr = jax.ShapeDtypeStruct((), jnp.float32, weak_type=True)  # shapes only, no values
+    by_shapes = compile_scaled(train_step, w, x, weak_lr, policy=F32, return_scaled=False)
+    assert by_shapes(w, x, 0.1).dtype == jnp.bfloat16
 
 
 @pytest.mark.parametrize("dtype", [jnp.int4, jnp.uint2, jnp.float8_e4m3fnuz,
