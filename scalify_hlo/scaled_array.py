@@ -16,6 +16,7 @@ import numpy as np
 from jax import lax
 
 from scalify_hlo.dtypes import (
+    DATA_DTYPES,
     DATA_NUMPY_DTYPES,
     EXPONENT_RANGES,
     FP8_MAX,
@@ -28,6 +29,8 @@ from scalify_hlo.errors import ScalifyError
 _F32_EXPONENTS = EXPONENT_RANGES["f32"]
 # How far pow2_scale shifts values down before squaring them where their squares overflow.
 _SQUARE_SHIFT = 65
+# The MLIR name of each data dtype, by numpy dtype.
+_MLIR_NAMES = dict(zip(DATA_NUMPY_DTYPES, DATA_DTYPES, strict=True))
 # An all-zero tensor's scale with f16 data: the smallest normal f32 power of two, so that a
 # zero-initialized moment never dominates a common (max) scale; its data is 0 at any scale.
 # f32/bf16 data take one operand's scale instead (scalify's common-scale=auto), where a
@@ -253,8 +256,10 @@ def as_scaled(x: Any, dtype: Any = jnp.float16, encoding: str | None = None) -> 
     if isinstance(x, ScaledArray):
         same = encoding is None or encoding == x.encoding
         if same and (fp8_format(dtype) is None or jnp.dtype(x.dtype) == jnp.dtype(dtype)):
-            return ScaledArray(jnp.asarray(x.data).astype(dtype),
-                               jnp.asarray(x.scale, jnp.float32), x.encoding)
+            data, scale = jnp.asarray(x.data), jnp.asarray(x.scale, jnp.float32)
+            if data.dtype != jnp.dtype(dtype):
+                data, scale = _fitted(data, scale, dtype)
+            return ScaledArray(data.astype(dtype), scale, x.encoding)
         encoding = x.encoding if encoding is None else encoding
         x = x.unscale()
     encoding = encoding or ""
@@ -269,6 +274,25 @@ def as_scaled(x: Any, dtype: Any = jnp.float16, encoding: str | None = None) -> 
         data = (value / scale).astype(dtype)
     _mark_pow2(scale)
     return ScaledArray(data, scale, encoding)
+
+
+def _fitted(data: Any, scale: jax.Array, dtype: Any) -> tuple[jax.Array, jax.Array]:
+    """``data`` and ``scale`` with a power of two moved from the data to the scale where the
+    data's largest magnitude is outside ``dtype``'s exponent range (f32 data of 1e5 or 1e-9
+    given to an f16 step: the cast made inf or 0 of it); elsewhere as they are, so that a
+    scale the caller chose is kept. The value ``data * scale`` is the same (traceable)."""
+    limits = EXPONENT_RANGES.get(_MLIR_NAMES.get(jnp.dtype(dtype)))
+    if (limits is None or limits == _F32_EXPONENTS  # f32 and bf16 hold f32's range
+            or not jnp.issubdtype(data.dtype, jnp.floating)):
+        return data, scale
+    values = data.astype(jnp.float32)
+    amax = jnp.max(jnp.where(jnp.isfinite(values), jnp.abs(values), 0.0), initial=0.0)
+    exponent = jnp.frexp(amax)[1] - 1  # amax in [2^exponent, 2^(exponent + 1))
+    factor = pow2_scale(values, dtype)
+    moved = scale * factor
+    fit = ((amax > 0) & ((exponent < limits[0]) | (exponent > limits[1]))
+           & jnp.isfinite(moved) & (moved > 0))
+    return jnp.where(fit, values / factor, values), jnp.where(fit, moved, scale)
 
 
 # ----- scales that are not powers of two ----------------------------------------------------
@@ -357,6 +381,7 @@ def split_pow2(data: Any, scale: Any, dtype: Any) -> ScaledArray:
         # Wider data made FP8: its amax moves to the format's top binade (both powers of two).
         shift = fp8_scale(scaled, dtype)
         return ScaledArray(to_fp8(scaled, shift, dtype), pow2 * shift)
+    scaled, pow2 = _fitted(scaled, pow2, dtype)
     return ScaledArray(scaled.astype(dtype), pow2)
 
 

@@ -377,6 +377,25 @@ def test_as_scaled_keeps_far_magnitudes_in_f16_data(values: list[float]) -> None
     np.testing.assert_allclose(np.asarray(scaled.unscale())[0], values[0], rtol=1e-3)
 
 
+@pytest.mark.parametrize("magnitude", [1e5, 1e-9], ids=["above-f16", "below-f16"])
+def test_f32_data_outside_f16_range_keeps_its_value(magnitude: float) -> None:
+    """A ScaledArray made by the caller with f32 data at scale 1, given to an f16 step: the
+    data's cast to f16 made inf of 1e5 and 0 of 1e-9. A power of two now moves from the
+    data to the scale first, on a call (the scale split in the program) and in as_scaled."""
+    w = jnp.linspace(0.5, 1.5, 16).reshape(4, 4)
+    x = jnp.ones((2, 4))
+    step = compile_scaled(lambda w, x: jnp.sum(x @ w), w, x, policy=Policy(fp8_dots=False),
+                          return_scaled=False)
+    given = ScaledArray(w * magnitude, jnp.float32(1.0))
+    np.testing.assert_allclose(float(step(given, x)), float(jnp.sum(x @ w)) * magnitude,
+                               rtol=2e-3)
+    fitted = as_scaled(given, jnp.float16)
+    np.testing.assert_allclose(np.asarray(fitted.unscale()), np.asarray(w * magnitude),
+                               rtol=1e-3)
+    kept = as_scaled(ScaledArray(w, jnp.float32(magnitude)), jnp.float16)  # in range: kept
+    assert float(kept.scale) == np.float32(magnitude)
+
+
 def test_as_scaled_of_zeros() -> None:
     """All-zero tensors: the smallest normal scale with f16 data, 1 with f32/bf16 data."""
     for dtype, scale in ((jnp.float16, ZERO_SCALE), (jnp.float32, 1.0), (jnp.bfloat16, 1.0)):
