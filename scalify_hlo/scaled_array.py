@@ -158,12 +158,35 @@ class ScaledArray:
     def dtype(self) -> np.dtype:
         return jnp.asarray(self.data).dtype if not hasattr(self.data, "dtype") else self.data.dtype
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
     def unscale(self, dtype: Any = jnp.float32) -> jax.Array:
         """The represented value, computed in f32 and cast to ``dtype``."""
         value = jnp.asarray(self.data, jnp.float32) * jnp.asarray(self.scale, jnp.float32)
         if self.encoding == SQRT:
             value = value * jnp.abs(value)
         return value.astype(dtype)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """The value (``np.asarray(loss)``, ``jnp.asarray``), in f32: numpy otherwise made a
+        0-d object array holding the pair, and ``jnp.asarray`` failed."""
+        value = np.asarray(self.unscale())
+        return value if dtype is None else value.astype(dtype)
+
+    def __jax_array__(self) -> jax.Array:
+        """The value for ``jnp.asarray`` and jax.numpy functions, in f32 (read through
+        ``__array__`` and ``dtype``, it was cast to the data's dtype: f16 overflowed)."""
+        return self.unscale()
+
+    def __float__(self) -> float:
+        """``float(loss)`` of a scalar step output, as of a jax scalar."""
+        return float(self.unscale())
 
     def __repr__(self) -> str:
         encoding = f", encoding={self.encoding!r}" if self.encoding else ""

@@ -396,6 +396,17 @@ def test_f32_data_outside_f16_range_keeps_its_value(magnitude: float) -> None:
     assert float(kept.scale) == np.float32(magnitude)
 
 
+def test_a_scaled_array_converts_to_its_value() -> None:
+    """numpy made a 0-d object array of a ScaledArray, ``jnp.asarray`` and ``float`` failed
+    (``float(loss)`` of a step's scaled output): each now gives the value, in f32 (through
+    the data's dtype, f16, 2e5 would have overflowed)."""
+    value = ScaledArray(jnp.array([[1.0, 2.0]], jnp.float16), jnp.float32(1e5))
+    np.testing.assert_array_equal(np.asarray(value), np.array([[1e5, 2e5]], np.float32))
+    assert jnp.asarray(value).dtype == jnp.float32 and float(jnp.sum(value)) == 3e5
+    assert float(ScaledArray(jnp.float16(0.75), jnp.float32(4.0))) == 3.0
+    assert (value.ndim, value.size, value.shape) == (2, 2, (1, 2))
+
+
 def test_as_scaled_of_zeros() -> None:
     """All-zero tensors: the smallest normal scale with f16 data, 1 with f32/bf16 data."""
     for dtype, scale in ((jnp.float16, ZERO_SCALE), (jnp.float32, 1.0), (jnp.bfloat16, 1.0)):
