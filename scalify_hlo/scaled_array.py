@@ -313,9 +313,10 @@ def _fitted(data: Any, scale: jax.Array, dtype: Any) -> tuple[jax.Array, jax.Arr
     exponent = jnp.frexp(amax)[1] - 1  # amax in [2^exponent, 2^(exponent + 1))
     factor = pow2_scale(values, dtype)
     moved = scale * factor
-    fit = ((amax > 0) & ((exponent < limits[0]) | (exponent > limits[1]))
+    # From 2^15 on: f16's largest, 65504, is in that binade, and a larger value rounds to inf.
+    fit = ((amax > 0) & ((exponent < limits[0]) | (exponent >= limits[1]))
            & jnp.isfinite(moved) & (moved > 0))
-    return jnp.where(fit, values / factor, values), jnp.where(fit, moved, scale)
+    return jnp.where(fit, values / factor, data), jnp.where(fit, moved, scale)
 
 
 # ----- scales that are not powers of two ----------------------------------------------------
