@@ -52,39 +52,37 @@ def compile_scaled(fn: Callable[..., Any], *args: Any, policy: Policy | None = N
     if target is not None and (policy is not None or pipeline is not None):
         raise ScalifyError("compile_scaled takes a target or a policy/pipeline, not both "
                            "(Policy.for_target(target, ...) combines them)")
-    chosen = _runnable_pipeline(pipeline) if pipeline is not None else _runnable_here(
-        policy or Policy.for_target(target)).passes()
+    if pipeline is None:
+        chosen: str | list[ModulePass] = _runnable_here(
+            (policy or Policy.for_target(target)).passes())
+    else:
+        chosen = _runnable_pipeline(pipeline)
     return ScaledStep(fn, args, chosen, return_scaled, check_scales)
 
 
 def _runnable_pipeline(pipeline: str) -> str | list[ModulePass]:
-    """An explicit pipeline, changed as ``_runnable_here`` changes a policy: on a CPU, with
-    bf16 data, each fp8-dots that keeps the output head out of FP8 reads its operands in f32
-    (``head-operands=f32``). The step's ``pipeline`` names what ran. A pipeline that does not
-    parse is left to the rewrite, which reports it."""
-    if jax.default_backend() != "cpu":
-        return pipeline
+    """An explicit pipeline as ``_runnable_here`` leaves it: the text itself where nothing
+    changes (the step's ``pipeline`` is what the caller wrote) or where it does not parse
+    (the rewrite reports that), else the changed passes (the step's ``pipeline`` names them)."""
     try:
         passes = parse_pipeline(pipeline)
     except PipelineError:
         return pipeline
-    if not any(isinstance(p, Scalify) and DATA_DTYPE_ALIASES.get(p.data_dtype, p.data_dtype)
-               == "bf16" for p in passes):
-        return pipeline
-    runnable = [dataclasses.replace(p, head_operands="f32")
-                if isinstance(p, Fp8Dots) and p.output_head == "keep"
-                and p.head_operands == "data" else p for p in passes]
+    runnable = _runnable_here(passes)
     return pipeline if runnable == passes else runnable
 
 
-def _runnable_here(policy: Policy) -> Policy:
-    """The policy, with a bf16 output head fed f32 converts of its operands where jax runs on
-    a CPU: the head stays out of FP8 and produces f32, and XLA:CPU has no bf16 x bf16 -> f32
-    dot ("Unsupported element type for DotThunk" at the first call). The converts are exact,
-    so the step computes what the chip would; TPU targets feed the head so everywhere."""
-    if (jax.default_backend() == "cpu"
-            and DATA_DTYPE_ALIASES.get(policy.data_dtype, policy.data_dtype) == "bf16"
-            and policy.fp8_dots and not policy.fp8_output_head
-            and policy.fp8_head_operands == "data"):
-        return dataclasses.replace(policy, fp8_head_operands="float32")
-    return policy
+def _runnable_here(passes: list[ModulePass]) -> list[ModulePass]:
+    """The passes, with a bf16 output head fed f32 converts of its operands where jax runs
+    on a CPU: each fp8-dots that keeps the head out of FP8 (it produces f32) reads its
+    operands in f32 (``head-operands=f32``, ``Policy.fp8_head_operands="float32"``), because
+    XLA:CPU has no bf16 x bf16 -> f32 dot ("Unsupported element type for DotThunk" at the
+    first call). The converts are exact, so the step computes what the chip would; TPU
+    targets feed the head so everywhere. One rule for a policy's passes and a pipeline's."""
+    if jax.default_backend() != "cpu" or not any(
+            isinstance(p, Scalify) and DATA_DTYPE_ALIASES.get(p.data_dtype, p.data_dtype)
+            == "bf16" for p in passes):
+        return passes
+    return [dataclasses.replace(p, head_operands="f32")
+            if isinstance(p, Fp8Dots) and p.output_head == "keep"
+            and p.head_operands == "data" else p for p in passes]
