@@ -14,6 +14,8 @@ import os
 import platform
 import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -37,6 +39,26 @@ def output_path(given: Path | None, published: Path, quick: bool) -> Path:
     if given is not None:
         return given
     return Path(tempfile.gettempdir()) / f"quick_{published.name}" if quick else published
+
+
+def json_from_child(script: str, flag: str, text: str, args: Sequence[str] = (),
+                    env: dict[str, str] | None = None) -> tuple[dict[str, Any], str]:
+    """Run ``script --flag FILE *args`` in a fresh interpreter, ``text`` written to FILE (a
+    module too large for a command line); its last stdout line is JSON. Returns that and
+    the child's stderr (XLA's logs); a failed child stops the benchmark with its last
+    error line."""
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as handle:
+        handle.write(text)
+    try:
+        done = subprocess.run([sys.executable, script, flag, handle.name, *args],
+                              capture_output=True, text=True, check=False,
+                              env=None if env is None else {**os.environ, **env})
+    finally:
+        os.unlink(handle.name)
+    if done.returncode != 0:
+        raise SystemExit(f"{Path(script).name} {flag} failed: "
+                         f"{done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
 def load_models() -> ModuleType:

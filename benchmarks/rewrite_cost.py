@@ -50,12 +50,9 @@ import argparse
 import gc
 import json
 import math
-import os
 import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -73,6 +70,7 @@ from common import (
     gpt_config,
     gpt_label,
     h100_compile,
+    json_from_child,
     load_average,
     load_models,
     markdown_table,
@@ -195,17 +193,8 @@ def rewrite_timings(text: str, modes: list[str], rounds: int) -> dict[str, Any]:
     has compiled for the H100 rewrites slower by its process CPU time (the 8-layer step
     1.05 s fresh, 1.26 s after one deviceless H100 compile, 1.43 s after four), which this
     benchmark does between steps."""
-    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as handle:
-        handle.write(text)
-    try:
-        done = subprocess.run(
-            [sys.executable, __file__, "--time-child", handle.name, "--rounds", str(rounds),
-             "--modes", *modes], capture_output=True, text=True, check=False)
-    finally:
-        os.unlink(handle.name)
-    if done.returncode != 0:
-        raise SystemExit(f"rewrite timing failed: {done.stderr.strip().splitlines()[-1:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json_from_child(__file__, "--time-child", text,
+                           ["--rounds", str(rounds), "--modes", *modes])[0]
 
 
 def ratio(a: float, b: float) -> float:

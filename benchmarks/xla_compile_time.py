@@ -29,9 +29,6 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import argparse  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
 from collections import Counter  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -43,6 +40,7 @@ from common import (  # noqa: E402
     format_table,
     hlo_computations,
     hlo_instruction,
+    json_from_child,
     load_models,
     markdown_table,
     publish,
@@ -125,18 +123,8 @@ def kernel_sizes(hlo_text: str) -> dict[str, Any]:
 def compile_in_child(text: str) -> dict[str, Any]:
     """Compile ``text`` for an H100 in a child process with XLA's timers logged; the
     child prints the optimized HLO's counts and the compile's wall seconds as JSON."""
-    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as handle:
-        handle.write(text)
-    try:
-        done = subprocess.run([sys.executable, __file__, "--child", handle.name],
-                              capture_output=True, text=True, env={**os.environ, **LOGGING},
-                              check=False)
-    finally:
-        os.unlink(handle.name)
-    if done.returncode != 0:
-        raise SystemExit(f"compile failed: {done.stderr.strip().splitlines()[-1:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    result.update(phase_times(done.stderr))
+    result, log = json_from_child(__file__, "--child", text, env=LOGGING)
+    result.update(phase_times(log))
     return result
 
 
