@@ -41,7 +41,7 @@ def rule_while(scope: Scope, op: ir.Operation) -> None:
     entering = [None if fixed or index in stacks else _enters_unset(scope, old)
                 for index, (old, fixed) in enumerate(zip(olds, invariant, strict=True))]
     unset = [how is not None for how in entering]
-    operands = scope.flatten(olds, unset=[how == "zeros" for how in entering])
+    operands = scope.flatten(olds, unset=[how == "zeros" for how in entering], stacks=stacks)
     operands = _with_stack_exponents(scope, olds, operands, stacks)
     types = [v.type for v in operands]
     new = scope.emit.op(op.name, operands, types, attributes_of(op), regions=2)
@@ -55,7 +55,7 @@ def rule_while(scope: Scope, op: ir.Operation) -> None:
         _keep_outer_scales(child, olds, arguments, invariant, stacks)
         _mark_unset(child, arguments, unset)
         old_return = child.rewrite_block(old_block)
-        values = child.flatten(list(old_return.operands)) if returns_flat else [
+        values = child.flatten(list(old_return.operands), stacks=stacks) if returns_flat else [
             child.in_original_type(v) for v in old_return.operands]
         child.emit.at(old_return.location).op("stablehlo.return", values, [])
     results = list(op.results)

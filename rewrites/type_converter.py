@@ -6,7 +6,7 @@ representation, and how (data, scale) pairs flatten into signatures, loops and b
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING
 
 from jax.extend.mlir import ir
@@ -130,13 +130,17 @@ class TypeConverter:
         return self.state.types.scalar_i32
 
     def flatten(self, olds: Sequence[ir.Value], f32_scales: bool = False,
-                unset: Sequence[bool] = ()) -> list[ir.Value]:
+                unset: Sequence[bool] = (), stacks: Container[int] = ()) -> list[ir.Value]:
         """(data, scale) for floats: i32 exponents inside the program (loops, branches), f32
         scales where it leaves the entry function (``f32_scales``); ``UNSET_EXPONENT`` for
-        the values flagged in ``unset`` (zero-filled loop operands)."""
+        the values flagged in ``unset`` (zero-filled loop operands). A sliced stack at an
+        index in ``stacks`` (a loop's stacked carries) flattens to its data and vector of
+        exponents; anywhere else it is put at one scale, as the types of a branch's results
+        or of a loop's other carries say (a stack an inner loop built, returned by a case
+        branch, gave it a vector where the other branch returned a scalar)."""
         flat: list[ir.Value] = []
         for index, old in enumerate(olds):
-            stack = None if f32_scales else self.stack_of(old)
+            stack = self.stack_of(old) if index in stacks else None
             if stack is not None:
                 flat += [stack.data, stack.exponents]
                 continue

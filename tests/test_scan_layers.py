@@ -244,6 +244,20 @@ def _zero_trip_loop_then_scan(w: jax.Array, xs: jax.Array) -> jax.Array:
     return jax.lax.scan(lambda c, x: (c + x @ w, None), h, xs)[0]
 
 
+def _scan_outputs(w: jax.Array, h: jax.Array, xs: jax.Array) -> jax.Array:
+    return jax.lax.scan(lambda c, x: (jnp.tanh(c @ w + x), c), h, xs)[1]
+
+
+def _scan_outputs_from_a_branch(w: jax.Array, xs: jax.Array) -> jax.Array:
+    return jax.lax.cond(jnp.sum(xs) > 0, lambda h: _scan_outputs(w, h, xs),
+                        lambda h: jnp.zeros_like(xs), xs[0])
+
+
+def _scan_outputs_carried_by_a_loop(w: jax.Array, xs: jax.Array) -> jax.Array:
+    return jax.lax.fori_loop(0, 3, lambda i, ys: _scan_outputs(w, ys[i], xs),
+                             jnp.zeros_like(xs))
+
+
 def _gradient_of(fn: Any) -> Any:
     def grad(w: jax.Array, xs: jax.Array) -> jax.Array:
         return jax.grad(lambda w: jnp.sum(fn(w, xs) ** 2))(w)
@@ -253,9 +267,11 @@ def _gradient_of(fn: Any) -> Any:
 @pytest.mark.parametrize("fn", [
     _encoder_then_decoder, _nested_scans, _fori_then_scan, _scan_result_starts_two_scans,
     _scan_then_cond, _zero_trip_loop_then_scan, _gradient_of(_nested_scans),
-    _gradient_of(_fori_then_scan),
+    _gradient_of(_fori_then_scan), _scan_outputs_from_a_branch, _scan_outputs_carried_by_a_loop,
+    _gradient_of(_scan_outputs_carried_by_a_loop),
 ], ids=["encoder-decoder", "nested", "fori-then-scan", "one-result-two-scans", "scan-then-cond",
-        "zero-trip", "grad-nested", "grad-fori-then-scan"])
+        "zero-trip", "grad-nested", "grad-fori-then-scan", "stack-from-branch",
+        "stack-carried-by-loop", "grad-stack-carried-by-loop"])
 def test_loop_results_and_carries_exact_under_max_common_scale(fn: Any) -> None:
     """Loops started from other loops' results or from an outer loop's carry, in f32 data
     with the f16 rule for common scales (the maximum, which skips an unset exponent): exact,
@@ -269,6 +285,23 @@ def test_loop_results_and_carries_exact_under_max_common_scale(fn: Any) -> None:
     got = compile_scaled(fn, w, xs, pipeline=pipeline, return_scaled=False)(w, xs)
     want = fn(w, xs)
     assert float(jnp.max(jnp.abs(got - want)) / jnp.max(jnp.abs(want))) < 1e-6
+
+
+@pytest.mark.parametrize("fn", [
+    _scan_outputs_from_a_branch, _scan_outputs_carried_by_a_loop,
+    _gradient_of(_scan_outputs_carried_by_a_loop),
+], ids=["from-branch", "carried-by-loop", "grad-carried-by-loop"])
+def test_scan_outputs_leaving_through_a_branch_or_an_outer_loop(fn: Any) -> None:
+    """In f16 data a scan's stacked outputs carry a vector of exponents, one per slice.
+    Returned by a cond branch or carried by an outer loop they kept it where the branch's
+    or the loop's types hold one exponent: the rewrite was an invalid module (found on
+    ``jax.scipy.linalg.expm``'s gradient)."""
+    rng = np.random.default_rng(0)
+    w = jnp.asarray(rng.normal(size=(6, 6)) / 3, jnp.float32)
+    xs = jnp.asarray(rng.normal(size=(4, 3, 6)) * 0.5, jnp.float32)
+    got = compile_scaled(fn, w, xs, policy=F16, return_scaled=False)(w, xs)
+    errors = _relative_errors(got, fn(w, xs))
+    assert max(errors.values()) < 1e-2, errors
 
 
 def test_scan_with_masked_select_keeps_values() -> None:
