@@ -22,6 +22,17 @@ if TYPE_CHECKING:
 # Binades a delayed ``at_unit_rms`` result keeps free above its largest entry (which the
 # amax floor otherwise puts in the top binade): what it may grow by before the next call.
 DELAYED_HEADROOM = 2
+_F32_MAX = float(np.finfo(np.float32).max)
+# Below this, no sum of squares overflows in f32.
+_SQUARES_LIMIT = 3.0e38
+
+
+def _squares_may_overflow(data: ir.Value, size: float) -> bool:
+    """Whether the f32 sum of squares of ``data`` can overflow: not for f16 or FP8 data
+    (65504^2 per element), for f32 and bf16 data from |x| = 1.8e19 on."""
+    element = ir.RankedTensorType(data.type).element_type
+    largest = float(ml_dtypes.finfo(numpy_dtype(element)).max)
+    return largest * largest * size > _SQUARES_LIMIT
 
 
 class Rescaler:
@@ -144,21 +155,28 @@ class Rescaler:
             max_exponent -= DELAYED_HEADROOM
         wide = emit.convert(value.data, f32)
         size = float(max(1, int(np.prod(ir.RankedTensorType(wide.type).shape))))
-        squares = emit.reduce_all(emit.binary("stablehlo.multiply", wide, wide),
-                                  "stablehlo.add", 0.0)
         amax = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum", 0.0)
         floor = emit.binary("stablehlo.subtract", emit.exponent_of_pow2(amax),
                             emit.int_scalar(max_exponent - 1), i32)
         measured = floor
         if not at_top:
+            squares = emit.reduce_all(emit.binary("stablehlo.multiply", wide, wide),
+                                      "stablehlo.add", 0.0)
             rms = emit.unary("stablehlo.sqrt", emit.binary("stablehlo.divide", squares,
                                                             emit.splat(size, scalar)))
             by_rms = emit.exponent_of_pow2(emit.pow2_round(rms))
             measured = emit.binary("stablehlo.maximum", by_rms, floor, i32)
+            if _squares_may_overflow(value.data, size):
+                # Wide data (an unscaled f32 result: a constant, a nonlinear op's) from
+                # 1.8e19 on: its sum of squares is inf, and the amax alone places it (the
+                # data of a 3.7e37 gradient was kept as it was, inf in f16).
+                finite = emit.compare("LE", squares, emit.splat(_SQUARES_LIMIT, scalar))
+                measured = emit.op("stablehlo.select", [finite, measured, floor],
+                                   [i32]).result
         i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
-        usable = emit.op("stablehlo.and", [  # a finite, nonzero statistic, normal powers
+        usable = emit.op("stablehlo.and", [  # finite nonzero data
             emit.compare("GT", amax, emit.splat(0.0, scalar)),
-            emit.compare("LE", squares, emit.splat(3.0e38, scalar))], [i1]).result
+            emit.compare("LE", amax, emit.splat(_F32_MAX, scalar))], [i1]).result
         measured = emit.clamp_exponent(measured, -126, 126)
         moved = emit.op("stablehlo.select", [usable, measured,
                                              self._zero_shift(value, amax)], [i32]).result

@@ -314,3 +314,19 @@ def test_a_stored_square_keeps_its_small_entries() -> None:
     np.testing.assert_allclose(got[::2], want[::2], rtol=1e-3)
     # 2^-20 of the largest data in f16: a subnormal with 4 significant bits, not zero.
     np.testing.assert_allclose(got[1::2], want[1::2], rtol=2**-5)
+
+
+@pytest.mark.parametrize("magnitude", [3.7e37, 1e20])
+def test_a_wide_result_past_1e19_keeps_its_value(magnitude: float) -> None:
+    """A result computed unscaled in f32 (a constant gradient, a nonlinear op's output) is
+    measured before it is stored in f16: from |x| = 1.8e19 on its f32 sum of squares is inf,
+    and the rescale kept the data as it was (inf in f16). Its amax places it instead."""
+    x = jnp.linspace(-1.0, 1.0, 6, dtype=jnp.float32).reshape(2, 3)
+
+    def fn(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        gradient = jax.grad(lambda x: jnp.sum(x * magnitude))(x)
+        return gradient, jnp.exp(x + float(np.log(magnitude)))
+
+    got = compile_scaled(fn, x, return_scaled=False)(x)
+    for got_leaf, want_leaf in zip(got, fn(x), strict=True):
+        np.testing.assert_allclose(np.asarray(got_leaf), np.asarray(want_leaf), rtol=2e-3)
