@@ -6,6 +6,8 @@ to the same type and duplicated constants or broadcasts, which this pass removes
 
 from __future__ import annotations
 
+import math
+
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.collective_combine import combine_all_reduces
@@ -88,19 +90,39 @@ def drop_identities(module: ir.Module, ops: list[ir.Operation] | None = None) ->
     return dropped
 
 
+def _power_of_two_factor(value: ir.Value) -> bool:
+    """Whether ``value`` broadcasts a rank-0 power of two: a constant one, or one built from
+    exponent bits (a bitcast_convert from integers: how the rewrite makes its runtime
+    factors and reads them from packs). Moving any other factor (the original program's
+    own ``* 100``) changes the rounding, and may overflow: ``(w * e^86) * 100`` became
+    ``w * (e^86 * 100)``, inf where the original's is 2.8e37."""
+    if not is_scalar_broadcast(value):
+        return False
+    scalar = defining_op(value).operands[0]
+    constant = splat_constant_value(scalar)
+    if constant is not None:
+        mantissa = math.frexp(constant)[0] if math.isfinite(constant) else 0.0
+        return abs(mantissa) == 0.5
+    source = defining_op(scalar)
+    return (source is not None and source.name == "stablehlo.bitcast_convert"
+            and isinstance(ir.RankedTensorType(source.operands[0].type).element_type,
+                           ir.IntegerType))
+
+
 def sink_scale_factors(module: ir.Module, ops: list[ir.Operation] | None = None) -> int:
-    """``(a * b) * broadcast(s)`` becomes ``a * (b * broadcast(s))`` when the product has no
-    other use: the same number for a power-of-two ``s``, but XLA can then contract
-    ``a * b' + c`` into one FMA as it does in the original program, so the rewritten program
-    rounds as the original does (a rescale between the product and the add would round the
-    product first). ``b`` is the operand made by a broadcast when there is one (the smaller
-    tensor). ``ops``: as for ``drop_identities``; only its multiplies are looked at."""
+    """``(a * b) * broadcast(s)`` becomes ``a * (b * broadcast(s))`` for a power-of-two ``s``
+    (``_power_of_two_factor``) when the product has no other use: the same number, but XLA
+    can then contract ``a * b' + c`` into one FMA as it does in the original program, so the
+    rewritten program rounds as the original does (a rescale between the product and the
+    add would round the product first). ``b`` is the operand made by a broadcast when there
+    is one (the smaller tensor). ``ops``: as for ``drop_identities``; only its multiplies
+    are looked at."""
     sunk = 0
     for op in _collect(module) if ops is None else ops:
         if op.name != "stablehlo.multiply":
             continue
         product, factor = op.operands
-        if not is_scalar_broadcast(factor):
+        if not _power_of_two_factor(factor):
             continue
         inner = defining_op(product)
         if (inner is None or inner.name != "stablehlo.multiply"

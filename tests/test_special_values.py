@@ -266,6 +266,27 @@ def test_exp_of_zero_is_one_and_zeros_stay_zero(k: int) -> None:
     assert_scales_finite(signature, raw)
 
 
+@pytest.mark.parametrize("factor", ["1.000000e+02", "3.000000e-01"])
+def test_the_programs_own_factors_keep_their_order(factor: str) -> None:
+    """``(w * e) * c`` for a constant ``c`` that is no power of two is computed in that
+    order: simplify moved such a factor onto ``e`` (it may move only the rewrite's powers of
+    two), which rounds differently, and ``e^86 * 100`` is inf where ``(w * e^86) * 100`` is
+    2.8e37 (a gradient of ``sum(exp(100 x) * w)``)."""
+    text = _module(AB, f"""\
+  %e = stablehlo.exponential %a : {T}
+  %p = stablehlo.multiply %b, %e : {T}
+  %c = stablehlo.constant dense<{factor}> : tensor<f32>
+  %cb = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> {T}
+  %r = stablehlo.multiply %p, %cb : {T}
+  return %r : {T}""", T)
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-5.0, 88.0, (4, 8)).astype(np.float32)
+    b = rng.uniform(0.1, 1.0, (4, 8)).astype(np.float32) * np.float32(1.0 / 300.0)
+    ref, got, raw, signature = run_both(text, [a, b], [1.0, 1.0])
+    assert np.all(np.isfinite(ref[0]))
+    np.testing.assert_array_equal(got[0], ref[0])
+
+
 @pytest.mark.parametrize("k", [-126, 127])
 def test_input_scales_at_the_edge_of_f32(k: int) -> None:
     """Runtime scales 2^-126 and 2^127 through scale-preserving ops are exact."""
