@@ -290,15 +290,20 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     if scalar is not None:
         exp, any_scale = _split_scalar(scalar, dtype_name(scope.current_data_dtype()))
         exp = exp if scope.state.unit_shifts else 0
-        data = scope.emit.splat(scalar / 2.0 ** exp, data_type)
+        data = scope.emit.splat(float(_finite_data(np.float64(scalar), exp, data_type)),
+                                data_type)
         scope.set(result, Scaled(data, Scale(exp), any_scale))
         return
     values = read_dense(attr).astype(np.float64)
     exp = (pow2_exponent_of_array(values, dtype_name(scope.current_data_dtype()))
            if scope.state.unit_shifts else 0)
     any_scale = bool(np.all((values == 0) | ~np.isfinite(values)))
-    data = scope.emit.constant(_divided(values, exp), data_type)
+    data = scope.emit.constant(_finite_data(values, exp, data_type), data_type)
     scope.set(result, Scaled(data, Scale(exp), any_scale))
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+_NEAR_F32_MAX = _F32_MAX / 2  # below, no rounding of the data reaches f32's largest
 
 
 def _split_scalar(value: float, data_dtype: str) -> tuple[int, bool]:
@@ -311,9 +316,20 @@ def _split_scalar(value: float, data_dtype: str) -> tuple[int, bool]:
     return pow2_exponent_of_magnitudes(magnitude, magnitude, data_dtype), False
 
 
-def _divided(values: np.ndarray, exp: int) -> np.ndarray:
+def _finite_data(values: np.ndarray, exp: int, data_type: ir.Type) -> np.ndarray:
+    """``values / 2^exp`` as data of ``data_type``'s element, rounded to nearest, except
+    that a finite value whose rounded data times ``2^exp`` is past f32's largest is rounded
+    toward zero: f32's largest (``jnp.finfo(f32).max``, a common fill value) has 24 mantissa
+    bits, which round up to 2.0 in f16 or bf16 data, and 2.0 * 2^127 is inf."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return values / 2.0 ** exp
+        divided = values / 2.0 ** exp
+        if not np.any(np.abs(values) >= _NEAR_F32_MAX):
+            return divided
+        rounded = np.asarray(divided).astype(numpy_dtype(ir.ShapedType(data_type).element_type))
+        overflows = np.isfinite(values) & (np.abs(rounded.astype(np.float64) * 2.0 ** exp)
+                                           > _F32_MAX)
+        toward_zero = np.nextafter(rounded, np.zeros_like(rounded))
+    return np.where(overflows, toward_zero, rounded).astype(np.float64)
 
 
 def rule_producer(scope: Scope, op: ir.Operation) -> None:

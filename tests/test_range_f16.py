@@ -330,3 +330,20 @@ def test_a_wide_result_past_1e19_keeps_its_value(magnitude: float) -> None:
     got = compile_scaled(fn, x, return_scaled=False)(x)
     for got_leaf, want_leaf in zip(got, fn(x), strict=True):
         np.testing.assert_allclose(np.asarray(got_leaf), np.asarray(want_leaf), rtol=2e-3)
+
+
+@pytest.mark.parametrize("data_dtype", ["float16", "bfloat16"])
+def test_f32_largest_as_a_constant_stays_finite(data_dtype: str) -> None:
+    """``jnp.finfo(f32).max`` (a fill value) has 24 mantissa bits: rounded to nearest in f16
+    or bf16 data its mantissa is 2.0, which at scale 2^127 is inf. The data is rounded
+    toward zero there instead (bf16's largest, 0.4% below)."""
+    largest = float(jnp.finfo(jnp.float32).max)
+    x = jnp.linspace(-1.0, 1.0, 8, dtype=jnp.float32).reshape(2, 4)
+
+    def fn(x: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        return 2.0 * x, jnp.full((2, 4), largest), jnp.full((3,), -largest)
+
+    got = compile_scaled(fn, x, policy=Policy(data_dtype=data_dtype, fp8_dots=False),
+                         return_scaled=False)(x)[1:]
+    for leaf, sign in zip(got, (1.0, -1.0), strict=True):
+        np.testing.assert_allclose(np.asarray(leaf), sign * largest, rtol=5e-3)
