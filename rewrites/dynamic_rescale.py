@@ -162,17 +162,17 @@ class Rescaler:
         if not at_top:
             squares = emit.reduce_all(emit.binary("stablehlo.multiply", wide, wide),
                                       "stablehlo.add", 0.0)
+            if _squares_may_overflow(value.data, size):
+                # Wide data (an unscaled f32 result: a constant, a nonlinear op's) from
+                # 1.8e19 on: its sum of squares is inf, and 2^128 is no exponent (the data
+                # of a 3.7e37 gradient was kept as it was, inf in f16). Capped, the RMS it
+                # gives is below the true one, and the amax floor places the data.
+                squares = emit.binary("stablehlo.minimum", squares,
+                                      emit.splat(_SQUARES_LIMIT, scalar))
             rms = emit.unary("stablehlo.sqrt", emit.binary("stablehlo.divide", squares,
                                                             emit.splat(size, scalar)))
             by_rms = emit.exponent_of_pow2(emit.pow2_round(rms))
             measured = emit.binary("stablehlo.maximum", by_rms, floor, i32)
-            if _squares_may_overflow(value.data, size):
-                # Wide data (an unscaled f32 result: a constant, a nonlinear op's) from
-                # 1.8e19 on: its sum of squares is inf, and the amax alone places it (the
-                # data of a 3.7e37 gradient was kept as it was, inf in f16).
-                finite = emit.compare("LE", squares, emit.splat(_SQUARES_LIMIT, scalar))
-                measured = emit.op("stablehlo.select", [finite, measured, floor],
-                                   [i32]).result
         i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
         usable = emit.op("stablehlo.and", [  # finite nonzero data
             emit.compare("GT", amax, emit.splat(0.0, scalar)),
