@@ -16,6 +16,10 @@ This is a union-find over the values of the original function: ops that keep the
 their operands (add, select, reshape, a product with a broadcast scalar, ...) join their
 results and operands into one class, and a class that holds a square is wide.
 
+A divisor kept from zero by a constant (``y + eps``, ``max(y, eps)``) seeds a class too:
+the constant sits at the scale of what it guards, where f16 holds 1e-9 beside unit values as
+0, and ``x / (0 + eps)`` became ``x / 0``.
+
 The same classes hold a second kind of wide value: floats made from integer bits
 (``bitcast_convert``), which is how ``jax.random`` turns random bits into uniforms in [1, 2)
 with f32's 24-bit significand, then shifts them to the sampler's interval and hands them to
@@ -27,6 +31,7 @@ in f32, up to the nonlinear op, as the original does.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from jax.extend.mlir import ir
@@ -101,6 +106,40 @@ def scalar_like(value: ir.Value) -> bool:
     return False
 
 
+# Ops that keep a divisor away from zero with a constant (``y + eps``, ``max(y, eps)``,
+# ``where(y == 0, eps, y)``, ``clip(y, eps)``), and those a guarded divisor may pass through.
+_GUARDS = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.maximum",
+                     "stablehlo.minimum", "stablehlo.select", "stablehlo.clamp"})
+_TO_DIVISOR = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape",
+                         "stablehlo.transpose", "stablehlo.convert"})
+
+
+def _guarded(divisor: ir.Value) -> bool:
+    """Whether a divisor is kept from zero by a nonzero constant. Its class is wide like a
+    square's: in f16 data the constant sits at the scale of what it guards, 1e-9 beside
+    unit values is 0, and ``x / (y + eps)`` was NaN or inf where ``y`` is 0 (a masked mean
+    ``sum(l * m) / (sum(m) + 1e-9)`` over an all-padding row, ``x / max(|x|, 1e-12)``)."""
+    op = _through_layout(divisor)
+    if op is None or op.name not in _GUARDS:
+        return False
+    for operand in op.operands:
+        source = _through_layout(operand)
+        constant = (splat_scalar(source.attributes["value"])
+                    if source is not None and source.name == "stablehlo.constant" else None)
+        if constant is not None and constant != 0 and math.isfinite(constant):
+            return True
+    return False
+
+
+def _through_layout(value: ir.Value) -> ir.Operation | None:
+    """The op that makes ``value``, looking through broadcasts, reshapes and converts (a
+    ``jnp.where`` of a Python float converts and broadcasts its constant)."""
+    op = defining_op(value)
+    while op is not None and op.name in _TO_DIVISOR:
+        op = defining_op(op.operands[0])
+    return op
+
+
 _VISITED = ("stablehlo.multiply", "stablehlo.divide", *_JOINS_ALL, *_JOINS_SOME,
             "stablehlo.optimization_barrier", "stablehlo.while", "stablehlo.case",
             "stablehlo.if", "stablehlo.bitcast_convert", "stablehlo.reduce", "chlo.square")
@@ -158,8 +197,11 @@ def square_dtype_values(func: ir.Operation) -> SquareDtypeValues:
                         join(results[0], mine)
         elif name == "chlo.square":  # lax.square (Flax's BatchNorm and LayerNorm)
             seeds.append(results[0])
-        elif name == "stablehlo.divide" and scalar_like(operands[1]):
-            join(results[0], operands[0])
+        elif name == "stablehlo.divide":
+            if _guarded(operands[1]):
+                seeds.append(operands[1])
+            if scalar_like(operands[1]):
+                join(results[0], operands[0])
         elif name in _JOINS_ALL:
             for operand in operands:
                 for result in results:
