@@ -16,9 +16,10 @@ This is a union-find over the values of the original function: ops that keep the
 their operands (add, select, reshape, a product with a broadcast scalar, ...) join their
 results and operands into one class, and a class that holds a square is wide.
 
-A divisor kept from zero by a constant (``y + eps``, ``max(y, eps)``) seeds a class too:
-the constant sits at the scale of what it guards, where f16 holds 1e-9 beside unit values as
-0, and ``x / (0 + eps)`` became ``x / 0``.
+The operand of an op that is infinite at 0 (a divisor, ``log``, ``rsqrt``) kept from zero
+by a constant (``y + eps``, ``max(y, eps)``) seeds a class too: the constant sits at the
+scale of what it guards, where f16 holds 1e-9 beside unit values as 0, and
+``x / (0 + eps)`` became ``x / 0``, ``log(0 + eps)`` ``log(0)``.
 
 The same classes hold a second kind of wide value: floats made from integer bits
 (``bitcast_convert``), which is how ``jax.random`` turns random bits into uniforms in [1, 2)
@@ -106,20 +107,25 @@ def scalar_like(value: ir.Value) -> bool:
     return False
 
 
+# Ops that are infinite at 0, by the operand a guard keeps from 0 (``x / (y + eps)``,
+# ``log(p + 1e-9)`` of a probability that is 0: -inf in f16 data).
+_SINGULAR_AT_ZERO = {"stablehlo.divide": 1, "stablehlo.log": 0, "stablehlo.rsqrt": 0,
+                     "stablehlo.power": 0, "chlo.lgamma": 0, "chlo.digamma": 0}
 # Ops that keep a divisor away from zero with a constant (``y + eps``, ``max(y, eps)``,
-# ``where(y == 0, eps, y)``, ``clip(y, eps)``), and those a guarded divisor may pass through.
+# ``where(y == 0, eps, y)``, ``clip(y, eps)``), and those a guarded value may pass through.
 _GUARDS = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.maximum",
                      "stablehlo.minimum", "stablehlo.select", "stablehlo.clamp"})
 _TO_DIVISOR = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape",
                          "stablehlo.transpose", "stablehlo.convert"})
 
 
-def _guarded(divisor: ir.Value) -> bool:
-    """Whether a divisor is kept from zero by a nonzero constant. Its class is wide like a
-    square's: in f16 data the constant sits at the scale of what it guards, 1e-9 beside
-    unit values is 0, and ``x / (y + eps)`` was NaN or inf where ``y`` is 0 (a masked mean
-    ``sum(l * m) / (sum(m) + 1e-9)`` over an all-padding row, ``x / max(|x|, 1e-12)``)."""
-    op = _through_layout(divisor)
+def _guarded(operand: ir.Value) -> bool:
+    """Whether the operand of an op that is infinite at 0 is kept from 0 by a nonzero
+    constant. Its class is wide like a square's: in f16 data the constant sits at the scale
+    of what it guards, 1e-9 beside unit values is 0, and ``x / (y + eps)`` was NaN or inf
+    where ``y`` is 0 (a masked mean ``sum(l * m) / (sum(m) + 1e-9)`` over an all-padding
+    row, ``x / max(|x|, 1e-12)``), ``log(p + 1e-9)`` -inf where ``p`` is 0."""
+    op = _through_layout(operand)
     if op is None or op.name not in _GUARDS:
         return False
     for operand in op.operands:
@@ -140,7 +146,7 @@ def _through_layout(value: ir.Value) -> ir.Operation | None:
     return op
 
 
-_VISITED = ("stablehlo.multiply", "stablehlo.divide", *_JOINS_ALL, *_JOINS_SOME,
+_VISITED = ("stablehlo.multiply", *_SINGULAR_AT_ZERO, *_JOINS_ALL, *_JOINS_SOME,
             "stablehlo.optimization_barrier", "stablehlo.while", "stablehlo.case",
             "stablehlo.if", "stablehlo.bitcast_convert", "stablehlo.reduce", "chlo.square")
 
@@ -188,6 +194,9 @@ def square_dtype_values(func: ir.Operation) -> SquareDtypeValues:
     for op in ops_named(func, *_VISITED):
         name = op.name
         operands, results = list(op.operands), list(op.results)
+        singular = _SINGULAR_AT_ZERO.get(name)
+        if singular is not None and _guarded(operands[singular]):
+            seeds.append(operands[singular])
         if name == "stablehlo.multiply" and len(operands) == 2:
             if operands[0] == operands[1]:
                 seeds.append(results[0])
@@ -197,11 +206,8 @@ def square_dtype_values(func: ir.Operation) -> SquareDtypeValues:
                         join(results[0], mine)
         elif name == "chlo.square":  # lax.square (Flax's BatchNorm and LayerNorm)
             seeds.append(results[0])
-        elif name == "stablehlo.divide":
-            if _guarded(operands[1]):
-                seeds.append(operands[1])
-            if scalar_like(operands[1]):
-                join(results[0], operands[0])
+        elif name == "stablehlo.divide" and scalar_like(operands[1]):
+            join(results[0], operands[0])
         elif name in _JOINS_ALL:
             for operand in operands:
                 for result in results:

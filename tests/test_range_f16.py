@@ -349,24 +349,29 @@ def test_f32_largest_as_a_constant_stays_finite(data_dtype: str) -> None:
         np.testing.assert_allclose(np.asarray(leaf), sign * largest, rtol=5e-3)
 
 
-_GUARDED_DIVISIONS = {
+_GUARDED_FROM_ZERO = {
     "masked-mean": lambda x, m: jnp.sum(x * m, 1) / (jnp.sum(m, 1) + 1e-9),
     "sign-like": lambda x, m: x / (jnp.abs(x) + 1e-8),
     "maximum": lambda x, m: x / jnp.maximum(m, 1e-7),
     "where": lambda x, m: x / jnp.where(m == 0, 1e-7, m),
     "clip": lambda x, m: x / jnp.clip(m, 1e-7, None),
+    "log": lambda x, m: jnp.log(m * jnp.abs(x) + 1e-9),
+    "log-maximum": lambda x, m: jnp.log(jnp.maximum(m * jnp.abs(x), 1e-12)),
+    "cross-entropy": lambda x, m: -jnp.sum(m * jnp.log(jax.nn.softmax(x) * m + 1e-9), 1),
+    "rsqrt": lambda x, m: jax.lax.rsqrt(m * jnp.abs(x) + 1e-8),
 }
 
 
-@pytest.mark.parametrize("name", list(_GUARDED_DIVISIONS))
-def test_a_divisor_guarded_by_a_small_constant_keeps_it(name: str) -> None:
-    """``x / (y + eps)`` and its kin where ``y`` is 0 (an all-padding row of a masked mean):
-    in f16 data the constant sat at ``y``'s scale, where 1e-9 is 0, and the quotient was NaN
-    or inf. A guarded divisor is computed wide, as a square is."""
+@pytest.mark.parametrize("name", list(_GUARDED_FROM_ZERO))
+def test_a_value_guarded_from_zero_by_a_small_constant_keeps_it(name: str) -> None:
+    """``x / (y + eps)``, ``log(y + eps)`` and their kin where ``y`` is 0 (an all-padding row
+    of a masked mean, a probability that is 0): in f16 data the constant sat at ``y``'s
+    scale, where 1e-9 is 0, and the result was NaN or inf. A guarded operand of an op that
+    is infinite at 0 is computed wide, as a square is."""
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.normal(size=(4, 8)), jnp.float32).at[0].set(0.0)
     mask = jnp.asarray(rng.uniform(0.0, 1.0, size=(4, 8)) > 0.5, jnp.float32).at[1].set(0.0)
-    fn = _GUARDED_DIVISIONS[name]
+    fn = _GUARDED_FROM_ZERO[name]
     got = np.asarray(compile_scaled(fn, x, mask, policy=Policy(fp8_dots=False),
                                     return_scaled=False)(x, mask))
     want = np.asarray(fn(x, mask))
