@@ -107,16 +107,20 @@ def scalar_like(value: ir.Value) -> bool:
     return False
 
 
-# Ops that are infinite at 0, by the operand a guard keeps from 0 (``x / (y + eps)``,
-# ``log(p + 1e-9)`` of a probability that is 0: -inf in f16 data).
+# Ops that are infinite at a point (0; log1p's -1), by the operand a constant guard keeps
+# from it (``x / (y + eps)``, ``log(p + 1e-9)`` of a probability that is 0: -inf in f16).
 _SINGULAR_AT_ZERO = {"stablehlo.divide": 1, "stablehlo.log": 0, "stablehlo.rsqrt": 0,
-                     "stablehlo.power": 0, "chlo.lgamma": 0, "chlo.digamma": 0}
-# Ops that keep a divisor away from zero with a constant (``y + eps``, ``max(y, eps)``,
-# ``where(y == 0, eps, y)``, ``clip(y, eps)``), and those a guarded value may pass through.
+                     "stablehlo.power": 0, "stablehlo.log_plus_one": 0, "chlo.lgamma": 0,
+                     "chlo.digamma": 0}
+# Ops that keep a value from that point with a constant (``y + eps``, ``max(y, eps)``,
+# ``where(y == 0, eps, y)``, ``clip(y, eps)``), and what a guarded value may pass through to
+# the op: layout, ops that keep 0 at 0, products with a constant (``2 * (y + eps)``).
 _GUARDS = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.maximum",
                      "stablehlo.minimum", "stablehlo.select", "stablehlo.clamp"})
-_TO_DIVISOR = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape",
-                         "stablehlo.transpose", "stablehlo.convert"})
+_LAYOUT = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape",
+                     "stablehlo.transpose", "stablehlo.convert"})
+_KEEPS_ZERO = _LAYOUT | {"stablehlo.sqrt", "stablehlo.abs", "stablehlo.negate"}
+_PRODUCTS = frozenset({"stablehlo.multiply", "stablehlo.divide"})  # by a constant
 
 
 def _guarded(operand: ir.Value) -> bool:
@@ -125,25 +129,29 @@ def _guarded(operand: ir.Value) -> bool:
     of what it guards, 1e-9 beside unit values is 0, and ``x / (y + eps)`` was NaN or inf
     where ``y`` is 0 (a masked mean ``sum(l * m) / (sum(m) + 1e-9)`` over an all-padding
     row, ``x / max(|x|, 1e-12)``), ``log(p + 1e-9)`` -inf where ``p`` is 0."""
-    op = _through_layout(operand)
-    if op is None or op.name not in _GUARDS:
-        return False
-    for operand in op.operands:
-        source = _through_layout(operand)
-        constant = (splat_scalar(source.attributes["value"])
-                    if source is not None and source.name == "stablehlo.constant" else None)
-        if constant is not None and constant != 0 and math.isfinite(constant):
-            return True
-    return False
+    op = defining_op(operand)
+    while op is not None and op.name not in _GUARDS:  # to the guard, through what keeps 0
+        if op.name in _KEEPS_ZERO:
+            op = defining_op(op.operands[0])
+        elif op.name in _PRODUCTS and _nonzero_constant(op.operands[1]):
+            op = defining_op(op.operands[0])
+        elif op.name == "stablehlo.multiply" and _nonzero_constant(op.operands[0]):
+            op = defining_op(op.operands[1])
+        else:
+            return False
+    return op is not None and any(_nonzero_constant(value) for value in op.operands)
 
 
-def _through_layout(value: ir.Value) -> ir.Operation | None:
-    """The op that makes ``value``, looking through broadcasts, reshapes and converts (a
+def _nonzero_constant(value: ir.Value) -> bool:
+    """A finite nonzero splat constant, seen through broadcasts, reshapes and converts (a
     ``jnp.where`` of a Python float converts and broadcasts its constant)."""
     op = defining_op(value)
-    while op is not None and op.name in _TO_DIVISOR:
+    while op is not None and op.name in _LAYOUT:
         op = defining_op(op.operands[0])
-    return op
+    if op is None or op.name != "stablehlo.constant":
+        return False
+    constant = splat_scalar(op.attributes["value"])
+    return constant is not None and constant != 0 and math.isfinite(constant)
 
 
 _VISITED = ("stablehlo.multiply", *_SINGULAR_AT_ZERO, *_JOINS_ALL, *_JOINS_SOME,

@@ -359,6 +359,9 @@ _GUARDED_FROM_ZERO = {
     "log-maximum": lambda x, m: jnp.log(jnp.maximum(m * jnp.abs(x), 1e-12)),
     "cross-entropy": lambda x, m: -jnp.sum(m * jnp.log(jax.nn.softmax(x) * m + 1e-9), 1),
     "rsqrt": lambda x, m: jax.lax.rsqrt(m * jnp.abs(x) + 1e-8),
+    "through-sqrt": lambda x, m: x / jnp.sqrt(m * jnp.abs(x) + 1e-8),
+    "through-product": lambda x, m: x / (2.0 * (m + 1e-8)),
+    "log1p": lambda x, m: jnp.log1p(m * jnp.abs(x) / (1 + jnp.abs(x)) - 1.0 + 1e-7),
 }
 
 
