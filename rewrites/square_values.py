@@ -109,9 +109,9 @@ def scalar_like(value: ir.Value) -> bool:
 
 # Ops that are infinite at a point (0; log1p's -1), by the operand a constant guard keeps
 # from it (``x / (y + eps)``, ``log(p + 1e-9)`` of a probability that is 0: -inf in f16).
-_SINGULAR_AT_ZERO = {"stablehlo.divide": 1, "stablehlo.log": 0, "stablehlo.rsqrt": 0,
-                     "stablehlo.power": 0, "stablehlo.log_plus_one": 0, "chlo.lgamma": 0,
-                     "chlo.digamma": 0}
+_SINGULAR = {"stablehlo.divide": 1, "stablehlo.log": 0, "stablehlo.rsqrt": 0,
+              "stablehlo.power": 0, "stablehlo.log_plus_one": 0, "chlo.lgamma": 0,
+              "chlo.digamma": 0}
 # Ops that keep a value from that point with a constant (``y + eps``, ``max(y, eps)``,
 # ``where(y == 0, eps, y)``, ``clip(y, eps)``), and what a guarded value may pass through to
 # the op: layout, ops that keep 0 at 0, products with a constant (``2 * (y + eps)``).
@@ -124,11 +124,12 @@ _PRODUCTS = frozenset({"stablehlo.multiply", "stablehlo.divide"})  # by a consta
 
 
 def _guarded(operand: ir.Value) -> bool:
-    """Whether the operand of an op that is infinite at 0 is kept from 0 by a nonzero
-    constant. Its class is wide like a square's: in f16 data the constant sits at the scale
-    of what it guards, 1e-9 beside unit values is 0, and ``x / (y + eps)`` was NaN or inf
-    where ``y`` is 0 (a masked mean ``sum(l * m) / (sum(m) + 1e-9)`` over an all-padding
-    row, ``x / max(|x|, 1e-12)``), ``log(p + 1e-9)`` -inf where ``p`` is 0."""
+    """Whether the operand of an op that is infinite at a point (``_SINGULAR``) is kept
+    from it by a nonzero constant. Its class is wide like a square's: in f16 data the
+    constant sits at the scale of what it guards, 1e-9 beside unit values is 0, and
+    ``x / (y + eps)`` was NaN or inf where ``y`` is 0 (a masked mean
+    ``sum(l * m) / (sum(m) + 1e-9)`` over an all-padding row, ``x / max(|x|, 1e-12)``),
+    ``log(p + 1e-9)`` -inf where ``p`` is 0."""
     op = defining_op(operand)
     while op is not None and op.name not in _GUARDS:  # to the guard, through what keeps 0
         if op.name in _KEEPS_ZERO:
@@ -154,7 +155,7 @@ def _nonzero_constant(value: ir.Value) -> bool:
     return constant is not None and constant != 0 and math.isfinite(constant)
 
 
-_VISITED = ("stablehlo.multiply", *_SINGULAR_AT_ZERO, *_JOINS_ALL, *_JOINS_SOME,
+_VISITED = ("stablehlo.multiply", *_SINGULAR, *_JOINS_ALL, *_JOINS_SOME,
             "stablehlo.optimization_barrier", "stablehlo.while", "stablehlo.case",
             "stablehlo.if", "stablehlo.bitcast_convert", "stablehlo.reduce", "chlo.square")
 
@@ -202,7 +203,7 @@ def square_dtype_values(func: ir.Operation) -> SquareDtypeValues:
     for op in ops_named(func, *_VISITED):
         name = op.name
         operands, results = list(op.operands), list(op.results)
-        singular = _SINGULAR_AT_ZERO.get(name)
+        singular = _SINGULAR.get(name)
         if singular is not None and _guarded(operands[singular]):
             seeds.append(operands[singular])
         if name == "stablehlo.multiply" and len(operands) == 2:
