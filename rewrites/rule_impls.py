@@ -290,8 +290,10 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     if scalar is not None:
         exp, any_scale = _split_scalar(scalar, dtype_name(scope.current_data_dtype()))
         exp = exp if scope.state.unit_shifts else 0
-        data = scope.emit.splat(float(_finite_data(np.float64(scalar), exp, data_type)),
-                                data_type)
+        value = scalar / 2.0 ** exp  # in Python: most constants are splats
+        if abs(scalar) >= _NEAR_F32_MAX:
+            value = float(_finite_data(np.float64(scalar), exp, data_type))
+        data = scope.emit.splat(value, data_type)
         scope.set(result, Scaled(data, Scale(exp), any_scale))
         return
     values = read_dense(attr).astype(np.float64)
