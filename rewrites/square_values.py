@@ -206,6 +206,13 @@ def square_dtype_values(func: ir.Operation) -> SquareDtypeValues:
         singular = _SINGULAR.get(name)
         if singular is not None and _guarded(operands[singular]):
             seeds.append(operands[singular])
+            if (name == "stablehlo.divide" and scalar_like(operands[0])
+                    and not scalar_like(operands[1])):
+                # A reciprocal of a guarded tensor spans the guard's range too (1 / (c + 1e-9)
+                # is 1e9 where c is 0, 0.125 where c is 8): in f16 at its RMS the small
+                # entries were 0, and the gradient of sum(s * c / (c + eps)) was 0. (A
+                # tensor over it, Adam's m / (sqrt(v) + eps), keeps a narrow range.)
+                join(results[0], operands[1])
         if name == "stablehlo.multiply" and len(operands) == 2:
             if operands[0] == operands[1]:
                 seeds.append(results[0])

@@ -380,3 +380,25 @@ def test_a_value_guarded_from_zero_by_a_small_constant_keeps_it(name: str) -> No
     want = np.asarray(fn(x, mask))
     assert np.all(np.isfinite(got)), got
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * float(np.abs(want).max()))
+
+
+def test_a_reciprocal_of_a_guarded_tensor_keeps_its_small_entries() -> None:
+    """The gradient of ``sum(s * c / (c + eps))`` (a loss weighted by a mask count, 0 for an
+    all-padding row) takes ``1 / (c + eps)``: 1e9 where ``c`` is 0, 0.125 where it is 8. At
+    its RMS in f16 the small entries were 0, and so was every gradient."""
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.normal(size=(8, 16)), jnp.float32)
+    mask = jnp.asarray(rng.uniform(size=(8, 16)) > 0.5, jnp.float32).at[:2].set(0.0)
+    w = jnp.asarray(rng.normal(size=(16, 4)) / 4, jnp.float32)
+
+    def gradient(w: jax.Array, x: jax.Array, mask: jax.Array) -> jax.Array:
+        def loss(w: jax.Array) -> jax.Array:
+            count = jnp.sum(mask, 1)
+            return jnp.sum(jnp.sum((x @ w) ** 2, 1) * count / (count + 1e-9))
+        return jax.grad(loss)(w)
+
+    got = compile_scaled(gradient, w, x, mask, policy=Policy(fp8_dots=False),
+                         return_scaled=False)(w, x, mask)
+    want = gradient(w, x, mask)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=3e-3,
+                               atol=3e-3 * float(jnp.max(jnp.abs(want))))
