@@ -88,7 +88,12 @@ def example_of(leaf: Any, spec: LeafSpec) -> jax.ShapeDtypeStruct:
         data = jax.random.key_data(leaf)
         return jax.ShapeDtypeStruct(data.shape, data.dtype)
     source = leaf.data if isinstance(leaf, ScaledArray) else leaf
-    sharding = getattr(source, "sharding", None) if isinstance(source, jax.Array) else None
+    # A committed array's sharding, as jax.jit keeps it; an uncommitted one (made by
+    # jnp.asarray, on the default device) goes where the step's other arguments are, as
+    # under jax.jit: given its device, parameters beside a batch sharded over 4 devices were
+    # refused ("incompatible devices").
+    sharding = (source.sharding if isinstance(source, jax.Array)
+                and getattr(source, "committed", True) else None)
     return jax.ShapeDtypeStruct(spec.shape, spec.dtype, sharding=sharding,
                                 weak_type=_weakly_typed(leaf))
 

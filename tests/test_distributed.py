@@ -91,6 +91,14 @@ for got, want in zip(jax.tree.leaves(output, is_leaf=is_scaled_leaf),
                              if isinstance(got, ScaledArray) else None),
     })
 
+# Parameters as jnp made them (uncommitted, on the default device) beside the sharded batch:
+# jax.jit places them; compile_scaled exported them on device 0 and was refused.
+assert not any(leaf.committed for leaf in jax.tree.leaves(params))
+loose = compile_scaled(step_with_activations, params, *sharded[1:],
+                       policy=Policy(data_dtype="float32", fp8_dots=False))
+report["uncommitted_vs_single_device"] = allclose_ratio(
+    unscale_tree(loose(params, *sharded[1:])), single)
+
 # The rewritten module's entry signature: which arguments are scales, and their shardings.
 original = entry_signature(scaled_step.stage("exported"))
 scale_positions, position = [], 0
@@ -135,6 +143,10 @@ def test_sharded_step_matches_the_single_device_step(report: dict[str, Any]) -> 
     from its single-device one as much)."""
     assert max(report["vs_single_device"]) <= 1.0, report["vs_single_device"]
     assert max(report["vs_jax_sharded"]) <= 1.0, report["vs_jax_sharded"]
+
+
+def test_uncommitted_parameters_go_where_the_batch_is(report: dict[str, Any]) -> None:
+    assert max(report["uncommitted_vs_single_device"]) <= 1.0, report
 
 
 def test_outputs_feed_back_as_scaled_state(report: dict[str, Any]) -> None:
