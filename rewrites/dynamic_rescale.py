@@ -12,7 +12,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, numpy_dtype, scalar_type
 from scalify_hlo.rewrites.scalify_state import Scaled
-from scalify_hlo.scale import MIN_EXPONENT, Scale
+from scalify_hlo.scale import LARGEST_FINITE, MIN_EXPONENT, Scale
 
 if TYPE_CHECKING:
     from scalify_hlo.rewrites.scalify_state import ScalifyState
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 # Binades a delayed ``at_unit_rms`` result keeps free above its largest entry (which the
 # amax floor otherwise puts in the top binade): what it may grow by before the next call.
 DELAYED_HEADROOM = 2
-_F32_MAX = float(np.finfo(np.float32).max)
 # Below this, no sum of squares overflows in f32.
 _SQUARES_LIMIT = 3.0e38
 
@@ -176,7 +175,7 @@ class Rescaler:
         i1 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
         usable = emit.op("stablehlo.and", [  # finite nonzero data
             emit.compare("GT", amax, emit.splat(0.0, scalar)),
-            emit.compare("LE", amax, emit.splat(_F32_MAX, scalar))], [i1]).result
+            emit.compare("LE", amax, emit.splat(LARGEST_FINITE["f32"], scalar))], [i1]).result
         measured = emit.clamp_exponent(measured, -126, 126)
         moved = emit.op("stablehlo.select", [usable, measured,
                                              self._zero_shift(value, amax)], [i32]).result

@@ -38,6 +38,7 @@ from scalify_hlo.rewrites.rules_control_flow import rule_case, rule_optimization
 from scalify_hlo.rewrites.rules_pick import rule_choose, rule_compare, rule_select
 from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.scale import (
+    LARGEST_FINITE,
     ONE,
     Scale,
     pow2_exponent_of_array,
@@ -304,8 +305,7 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     scope.set(result, Scaled(data, Scale(exp), any_scale))
 
 
-_F32_MAX = float(np.finfo(np.float32).max)
-_NEAR_F32_MAX = _F32_MAX / 2  # below, no rounding of the data reaches f32's largest
+_NEAR_F32_MAX = LARGEST_FINITE["f32"] / 2  # below, no rounding of data reaches f32's largest
 
 
 def _split_scalar(value: float, data_dtype: str) -> tuple[int, bool]:
@@ -329,7 +329,7 @@ def _finite_data(values: np.ndarray, exp: int, data_type: ir.Type) -> np.ndarray
             return divided
         rounded = np.asarray(divided).astype(numpy_dtype(ir.ShapedType(data_type).element_type))
         overflows = np.isfinite(values) & (np.abs(rounded.astype(np.float64) * 2.0 ** exp)
-                                           > _F32_MAX)
+                                           > LARGEST_FINITE["f32"])
         toward_zero = np.nextafter(rounded, np.zeros_like(rounded))
     return np.where(overflows, toward_zero, rounded).astype(np.float64)
 

@@ -117,8 +117,7 @@ _SINGULAR = {"stablehlo.divide": 1, "stablehlo.log": 0, "stablehlo.rsqrt": 0,
 # the op: layout, ops that keep 0 at 0, products with a constant (``2 * (y + eps)``).
 _GUARDS = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.maximum",
                      "stablehlo.minimum", "stablehlo.select", "stablehlo.clamp"})
-_LAYOUT = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape",
-                     "stablehlo.transpose", "stablehlo.convert"})
+_LAYOUT = ops_with(Trait.LAYOUT_ONLY)
 _KEEPS_ZERO = _LAYOUT | {"stablehlo.sqrt", "stablehlo.abs", "stablehlo.negate"}
 _PRODUCTS = frozenset({"stablehlo.multiply", "stablehlo.divide"})  # by a constant
 
@@ -144,8 +143,8 @@ def _guarded(operand: ir.Value) -> bool:
 
 
 def _nonzero_constant(value: ir.Value) -> bool:
-    """A finite nonzero splat constant, seen through broadcasts, reshapes and converts (a
-    ``jnp.where`` of a Python float converts and broadcasts its constant)."""
+    """A finite nonzero splat constant, seen through layout ops (a ``jnp.where`` of a
+    Python float converts and broadcasts its constant)."""
     op = defining_op(value)
     while op is not None and op.name in _LAYOUT:
         op = defining_op(op.operands[0])
