@@ -38,7 +38,7 @@ class CommonScale:
         return self.emit.times_factor(value.data, self.factor(ratio))
 
     def common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,
-                     merge: bool = False) -> Scale:
+                     merge: bool = False, above_constants: bool = False) -> Scale:
         """The scale that operands of a same-scale op are brought to.
 
         Statically the largest when the runtime factors agree; otherwise, by the pass option,
@@ -50,7 +50,8 @@ class CommonScale:
         of 2^250 (2^-100 next to 2^100), where the max would flush the smaller one to 0.
         With ``constants_follow``, static (constant-derived) scales adopt the runtime ones,
         down to the lowest scale at which the constant's data stays in the data type's range
-        (``constant_floor``).
+        (``constant_floor``). With ``above_constants`` (an add of a program constant), the
+        ``first`` choice is raised to the constants' scales (``_first_above_constants``).
         """
         scaled = [v for v in values if not v.any_scale]
         if constants_follow and any(not v.scale.is_static for v in scaled):
@@ -68,7 +69,8 @@ class CommonScale:
         if all(v.scale.same_factors(first) for v in scaled):
             return Scale(max(v.scale.exp for v in scaled), first.factors)
         if self.state.common_scale_rule == "first":
-            return _first_choice(scaled)
+            return (self._first_above_constants(scaled) if above_constants
+                    else _first_choice(scaled))
         distinct: list[Scale] = []
         for value in scaled:
             if value.scale not in distinct:
@@ -81,6 +83,27 @@ class CommonScale:
             self.state.maxima[common] = tuple(distinct)
         if all(self.state.maybe_unset(scale) for scale in distinct):
             self.state.unset_factors.add(common.factors[0][0])
+        return common
+
+    def _first_above_constants(self, values: Sequence[Scaled]) -> Scale:
+        """The ``common-scale=first`` choice among the runtime operands, raised at run time to
+        the largest constant operand's scale where it is below it.
+
+        A constant taken to a runtime scale 2^127 below its own passes f32's range: the
+        ``var + 1e-6`` of a layer norm over values near 1e-24 (var 1e-48, at scale 2^-160)
+        made 1e-6 2^140 times that scale, clamped to 2^127, and the norm was 0 where the
+        original gives x * 1000 (f32 and bf16 data; f16's max rule already took the
+        maximum). The runtime operand's data only shrinks by the maximum, exactly (a power
+        of two), and where it does, it is below the constant's f32 rounding."""
+        runtime = [v for v in values if not v.scale.is_static]
+        constants = [v.scale.exp for v in values if v.scale.is_static]
+        if not runtime or not constants:
+            return _first_choice(values)
+        choice = _first_choice(runtime)
+        common = Scale.dynamic(self.emit.binary(
+            "stablehlo.maximum", self.exponent(choice), self.emit.int_scalar(max(constants)),
+            self.exponent_type()))
+        self.state.maxima[common] = (choice, Scale(max(constants)))
         return common
 
     def _runtime_midpoint(self, distinct: Sequence[Scale]) -> Scale:
@@ -184,13 +207,14 @@ class CommonScale:
         return max(floors) if floors else None
 
     def to_common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,
-                        merge: bool = False) -> tuple[list[ir.Value], Scale]:
+                        merge: bool = False, above_constants: bool = False,
+                        ) -> tuple[list[ir.Value], Scale]:
         if len(values) == 1:  # layout ops, convert...: what the general path computes
             value = values[0]  # (its common scale drops the recipe, so this one does too)
             scale = value.scale
             return [value.data], (ONE if value.any_scale else scale if scale.recipe is None
                                   else Scale(scale.exp, scale.factors))
-        scale = self.common_scale(values, constants_follow, merge)
+        scale = self.common_scale(values, constants_follow, merge, above_constants)
         if not constants_follow:
             return [self.rescale_data(v, scale) for v in values], scale
         return [self.rescale_constant(v, scale) if v.scale.is_static and not v.any_scale

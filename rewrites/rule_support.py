@@ -54,13 +54,13 @@ def float_operands(scope: Scope, olds: list[ir.Value]) -> tuple[list[int], list[
 
 def _at_common_scale(
     scope: Scope, olds: list[ir.Value], indices: list[int], floats: list[Scaled],
-    constants_follow: bool = False, merge: bool = False,
+    constants_follow: bool = False, merge: bool = False, above_constants: bool = False,
 ) -> tuple[list[ir.Value], Scale]:
     """``operands_at_common_scale`` from operands already read (``float_operands``)."""
     operands: list[ir.Value | None] = [None] * len(olds)
     scale = ONE
     if indices:
-        datas, scale = scope.to_common_scale(floats, constants_follow, merge)
+        datas, scale = scope.to_common_scale(floats, constants_follow, merge, above_constants)
         for i, data in zip(indices, datas, strict=True):
             operands[i] = data
     if len(indices) < len(olds):
@@ -82,7 +82,7 @@ def operands_at_common_scale(
 
 
 def same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,
-                merge: bool = False) -> None:
+               merge: bool = False, above_constants: bool = False) -> None:
     """Whether every float operand is any-scale, ``operands_at_common_scale`` and the op at
     that scale, with the operands read once."""
     olds = list(op.operands)
@@ -91,7 +91,8 @@ def same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,
         rule_unscaled(scope, op)
         return
     any_scale = all(f.any_scale for f in floats)
-    operands, scale = _at_common_scale(scope, olds, indices, floats, constants_follow, merge)
+    operands, scale = _at_common_scale(scope, olds, indices, floats, constants_follow, merge,
+                                     above_constants)
     bind_results(scope, op, emit_like(scope, op, operands), scale, any_scale)
 
 

@@ -61,7 +61,8 @@ CHOOSE = FamilyRule("choose", "max/min/clamp: the result is one of the operands;
                     "scale: constants follow it as in select; " + _PICKED,
                     "the runtime operand's scale, the midpoint, or the result's amax",
                     impl.rule_choose)
-ADDITIVE = FamilyRule("additive", "operands rescaled to the common scale, then added; under "
+ADDITIVE = FamilyRule("additive", "operands rescaled to the common scale (never below a "
+                      "constant operand's), then added; under "
                       "common-scale=first a runtime + constant add whose result later "
                       "elementwise products raise to a power of 2 or more (a series' "
                       "y = x/2 - 2) is then rescaled (amax)", "the common scale (as "

@@ -9,6 +9,8 @@ rewritten once per data type and run with several scale assignments.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import ml_dtypes
@@ -117,3 +119,29 @@ def test_bessel_i0e_is_exact_with_scaled_inputs(k: int) -> None:
     got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)))
     want = np.asarray(jax.jit(jax.lax.bessel_i0e)(jnp.asarray(x) * scale))
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def _layer_norm_eps(x: jax.Array) -> jax.Array:
+    centred = x - x.mean(-1, keepdims=True)
+    return centred * jax.lax.rsqrt(x.var(-1, keepdims=True) + 1e-6)
+
+
+def _rms_prop_direction(x: jax.Array) -> jax.Array:
+    return x * jax.lax.rsqrt(x * x + 1e-8)
+
+
+# Values near 1e-24 (2^-80) whose squares, 2^-160, meet an eps: under common-scale=first
+# (the f32 and bf16 default) the eps was brought to the square's scale, 2^140 times its data,
+# past f32's range: the layer norm was 0 and the RMSprop direction 16 times too large.
+@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("fn", [_layer_norm_eps, _rms_prop_direction])
+@pytest.mark.parametrize("k", (-40, -80, -100))
+def test_an_eps_added_to_a_square_far_below_it_keeps_its_value(
+        data_dtype: str, fn: Any, k: int) -> None:
+    x = np.array([[1.0, -0.5, 0.25, 0.75], [0.5, 2.0, -1.0, 0.125]], np.float32) * 2.0 ** k
+    step = compile_scaled(fn, x, return_scaled=False,
+                          policy=Policy(data_dtype=data_dtype, fp8_dots=False))
+    got = np.asarray(step(jnp.asarray(x)))
+    want = np.asarray(jax.jit(fn)(jnp.asarray(x)))
+    rtol = 1e-6 if data_dtype == "float32" else 1e-2
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=0)

@@ -128,27 +128,19 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf
 // CHECK-NEXT:    [[S:%.*]] = stablehlo.bitcast_convert [[KSS]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    return [[R]], [[S]] : tensor<4xf32>, tensor<f32>
 
-// common-scale=first: the constant is brought to x's scale by 2^(1 - e_x).
+// common-scale=first takes the same maximum where a constant meets a runtime
+// scale: brought to x's scale as it is, 3.0 passes f32's range once x's scale
+// is below 2^-125 (a layer norm's var + eps over values near 1e-24).
 
 // FIRST-LABEL: func.func public @main
 // FIRST-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
 // FIRST-SAME:    -> (tensor<4xf32>, tensor<f32>)
-// FIRST-NEXT:    [[C:%.*]] = stablehlo.constant dense<1.500000e+00> : tensor<4xf32>
-// FIRST-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
-// FIRST:         stablehlo.bitcast_convert [[XS]] : (tensor<f32>) -> tensor<i32>
-// FIRST:         [[C23:%.*]] = stablehlo.constant dense<23> : tensor<i32>
-// FIRST:         [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
 // FIRST:         [[EX:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// FIRST-NEXT:    [[DC:%.*]] = stablehlo.subtract [[ONE]], [[EX]] : tensor<i32>
-// FIRST-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
-// FIRST-NEXT:    [[KC:%.*]] = stablehlo.clamp [[CM127]], [[DC]], [[C127]] : tensor<i32>
-// FIRST-NEXT:    [[KCB:%.*]] = stablehlo.add [[KC]], [[C127]] : tensor<i32>
-// FIRST-NEXT:    [[KCS:%.*]] = stablehlo.shift_left [[KCB]], [[C23]] : tensor<i32>
-// FIRST-NEXT:    [[FC:%.*]] = stablehlo.bitcast_convert [[KCS]] : (tensor<i32>) -> tensor<f32>
-// FIRST-NEXT:    [[FCB:%.*]] = stablehlo.broadcast_in_dim [[FC]], dims = [] : (tensor<f32>) -> tensor<4xf32>
-// FIRST-NEXT:    [[CC:%.*]] = stablehlo.multiply [[C]], [[FCB]] : tensor<4xf32>
-// FIRST-NEXT:    [[A:%.*]] = stablehlo.add [[X]], [[CC]] : tensor<4xf32>
-// FIRST-NEXT:    return [[A]], [[XS]] : tensor<4xf32>, tensor<f32>
+// FIRST-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
+// FIRST-NEXT:    [[E:%.*]] = stablehlo.maximum [[EX]], [[ONE]] : tensor<i32>
+// FIRST:         [[X1:%.*]] = stablehlo.multiply %arg0, {{.*}} : tensor<4xf32>
+// FIRST:         [[DC:%.*]] = stablehlo.subtract [[ONE]], [[E]] : tensor<i32>
+// FIRST:         [[A:%.*]] = stablehlo.add [[X1]], {{.*}} : tensor<4xf32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %cst = stablehlo.constant dense<3.0> : tensor<4xf32>
   %0 = stablehlo.add %arg0, %cst : tensor<4xf32>

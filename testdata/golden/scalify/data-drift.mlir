@@ -44,18 +44,20 @@ func.func public @main(%w: tensor<4xf32>, %g: tensor<4xf32>, %h: tensor<4xf32>)
 
 // -----
 
-// y = x/2 - 2 keeps x's scale under common-scale=first; where the constant dominates (x at
-// 2^-20) its data is 2^21 off unit, and a series in y (bessel_i0e's Clenshaw sums, a
-// polynomial in Horner's form) raises that to the power of its length. An add of a
+// y = x/2 - 2 takes the larger of x's scale and the constant's; where x's data is off unit
+// (data 2^-20 at scale 2^20: the value 1, with the scale 2^19 for y, where the constant's
+// data is 2^-18), so is y's, and a series in y (bessel_i0e's Clenshaw sums, a polynomial in
+// Horner's form) raises that to the power of its length. An add of a
 // runtime value and a constant whose result later elementwise products raise to a power of
 // 2 or more is rescaled once (amax, rewrites/drift.py); z = x/2 + 2, used once in a
 // product, is not.
 // CHECK-LABEL: func.func public @main
-// CHECK:         [[Y:%.*]] = stablehlo.subtract %arg0, {{%.*}} : tensor<4xf32>
+// CHECK:         [[X:%.*]] = stablehlo.multiply %arg0, {{%.*}} : tensor<4xf32>
+// CHECK:         [[Y:%.*]] = stablehlo.subtract [[X]], {{%.*}} : tensor<4xf32>
 // CHECK:         [[A:%.*]] = stablehlo.abs [[Y]]
 // CHECK:         stablehlo.reduce([[A]] {{.*}} applies stablehlo.maximum
 // CHECK:         [[YR:%.*]] = stablehlo.multiply [[Y]], {{%.*}} : tensor<4xf32>
-// CHECK:         [[Z:%.*]] = stablehlo.add %arg0, {{%.*}} : tensor<4xf32>
+// CHECK:         [[Z:%.*]] = stablehlo.add [[X]], {{%.*}} : tensor<4xf32>
 // CHECK-NOT:     stablehlo.reduce
 // CHECK:         stablehlo.multiply [[YR]], {{%.*}} : tensor<4xf32>
 // CHECK:         stablehlo.multiply [[Z]], {{%.*}} : tensor<4xf32>
@@ -78,7 +80,7 @@ func.func public @main(%x: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, 
 // square and Adam's g * g, at a runtime reduction per layer (1.3% more ops on the sample
 // transformer step) for a ratio that eps, far below a variance, does not reach.
 // CHECK-LABEL: func.func public @main
-// CHECK:         [[Y:%.*]] = stablehlo.subtract %arg0, {{%.*}} : tensor<4x4xf32>
+// CHECK:         [[Y:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<4x4xf32>
 // CHECK-NOT:     stablehlo.reduce
 // CHECK:         stablehlo.dot_general [[Y]], [[Y]]
 // CHECK-NOT:     stablehlo.reduce
