@@ -73,6 +73,14 @@ class Trait(Enum):
     ELEMENTWISE = ("maps each element to an element of its result alone: a transpose of its "
                    "result is the op on transposed operands, which moves a transpose up to the "
                    "dot it follows (dot_transposes.py)")
+    RANGE_BOUNDED = ("a nonlinear op whose float results stay within f16's range for every "
+                     "finite f32 operand (|tanh| <= 1, |log| < 104): stored at scale 1 "
+                     "(rule_nonlinear)")
+    BOUNDED_WHERE_NONPOSITIVE = ("at most 1 in magnitude where its operand is never positive "
+                                 "(a softmax's exp(x - max x)): stored at scale 1 there, "
+                                 "measured elsewhere (value_signs.py, rule_nonlinear)")
+    OPERAND_BOUNDED = ("|f(x)| <= max(|x|, 1) (floor, round): its results fit at the larger "
+                       "of its operand's static scale and 1 (rule_nonlinear)")
     HOISTABLE = ("pure elementwise, no regions or side effects: a scalar instance with "
                  "loop-invariant operands is hoisted out of its loop (loop_scales.py), and "
                  "XLA copies one into its users (scale_epochs.py)")
@@ -96,9 +104,10 @@ def _op(name: str, family: Family | None, *traits: Trait,
 
 F = Family
 (HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY, ZERO_FILL_THROUGH, HOISTABLE,
- ELEMENTWISE) = (
+ ELEMENTWISE, RANGE_BOUNDED, BOUNDED_WHERE_NONPOSITIVE, OPERAND_BOUNDED) = (
     Trait.HOMOGENEOUS, Trait.SUMS, Trait.KEEPS_RANGE, Trait.JOINS_WIDE_CLASS,
-    Trait.LAYOUT_ONLY, Trait.ZERO_FILL_THROUGH, Trait.HOISTABLE, Trait.ELEMENTWISE)
+    Trait.LAYOUT_ONLY, Trait.ZERO_FILL_THROUGH, Trait.HOISTABLE, Trait.ELEMENTWISE,
+    Trait.RANGE_BOUNDED, Trait.BOUNDED_WHERE_NONPOSITIVE, Trait.OPERAND_BOUNDED)
 
 # Grouped by family, in the order docs/ops.md lists the families.
 RECORDS = (
@@ -149,18 +158,25 @@ RECORDS = (
     _op("stablehlo.rsqrt", F.SQRT, JOINS_WIDE_CLASS, HOISTABLE),
     # Hoistable: pure elementwise, cheap enough to copy into users. bitcast_convert is
     # homogeneous only between integers: regions.is_homogeneous checks its types.
+    # The results of the nonlinear ops that are none of RANGE_BOUNDED, OPERAND_BOUNDED and
+    # (with a nonpositive operand) BOUNDED_WHERE_NONPOSITIVE can pass f16's range where f32
+    # holds them (exp(12), x ** 4.5, cosh): with f16 data their largest magnitude is measured.
+    _op("stablehlo.exponential", F.NONLINEAR, HOISTABLE, BOUNDED_WHERE_NONPOSITIVE),
+    _op("stablehlo.log", F.NONLINEAR, HOISTABLE, RANGE_BOUNDED),
+    *(_op(name, F.NONLINEAR, HOISTABLE, OPERAND_BOUNDED) for name in (
+        "stablehlo.floor", "stablehlo.ceil", "stablehlo.round_nearest_even")),
     *(_op(name, F.NONLINEAR, HOISTABLE) for name in (
-        "stablehlo.exponential", "stablehlo.log", "stablehlo.power", "stablehlo.floor",
-        "stablehlo.ceil", "stablehlo.round_nearest_even", "stablehlo.bitcast_convert")),
+        "stablehlo.power", "stablehlo.bitcast_convert")),
     # chlo's special functions and the rest: elementwise, nonlinear, not hoisted.
+    _op("stablehlo.exponential_minus_one", F.NONLINEAR, ELEMENTWISE, BOUNDED_WHERE_NONPOSITIVE),
+    *(_op(name, F.NONLINEAR, ELEMENTWISE, RANGE_BOUNDED) for name in (
+        "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.tanh", "stablehlo.sine",
+        "stablehlo.cosine", "stablehlo.is_finite", "chlo.erf", "chlo.erfc", "chlo.erf_inv",
+        "chlo.asin", "chlo.acos", "chlo.atan", "chlo.asinh", "chlo.acosh", "chlo.atanh")),
+    *(_op(name, F.NONLINEAR, ELEMENTWISE, OPERAND_BOUNDED) for name in (
+        "stablehlo.cbrt", "stablehlo.round_nearest_afz", "stablehlo.reduce_precision")),
     *(_op(name, F.NONLINEAR, ELEMENTWISE) for name in (
-        "stablehlo.exponential_minus_one", "stablehlo.log_plus_one", "stablehlo.logistic",
-        "stablehlo.tanh", "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan",
-        "stablehlo.cbrt", "stablehlo.round_nearest_afz", "stablehlo.is_finite",
-        "stablehlo.reduce_precision", "chlo.erf", "chlo.erfc", "chlo.erf_inv", "chlo.tan",
-        "chlo.lgamma", "chlo.digamma",
-        "chlo.sinh", "chlo.cosh", "chlo.asin", "chlo.acos", "chlo.atan", "chlo.asinh",
-        "chlo.acosh", "chlo.atanh")),
+        "stablehlo.tan", "chlo.tan", "chlo.lgamma", "chlo.digamma", "chlo.sinh", "chlo.cosh")),
     # Random: nonlinear, no trait.
     *(_op(name, F.NONLINEAR) for name in ("stablehlo.rng", "stablehlo.rng_bit_generator")),
     _op("stablehlo.constant", F.CONSTANT),

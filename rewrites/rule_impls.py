@@ -24,7 +24,7 @@ from scalify_hlo.rewrites.emitter import (
     numpy_dtype,
     shape_of,
 )
-from scalify_hlo.rewrites.op_table import Trait, target_has_trait
+from scalify_hlo.rewrites.op_table import Trait, has_trait, target_has_trait
 from scalify_hlo.rewrites.program_constants import is_zero_fill, program_constant
 from scalify_hlo.rewrites.regions import is_additive, is_assignment, is_homogeneous
 from scalify_hlo.rewrites.rule_support import (
@@ -38,6 +38,7 @@ from scalify_hlo.rewrites.rule_support import (
 from scalify_hlo.rewrites.rules_control_flow import rule_case, rule_optimization_barrier, rule_while
 from scalify_hlo.rewrites.rules_pick import rule_choose, rule_compare, rule_select
 from scalify_hlo.rewrites.scope import Scaled, Scope
+from scalify_hlo.rewrites.value_signs import is_nonpositive
 from scalify_hlo.scale import (
     LARGEST_FINITE,
     ONE,
@@ -53,7 +54,33 @@ __all__ = ["bind_results", "emit_like",
            "rule_while"]
 
 def rule_nonlinear(scope: Scope, op: ir.Operation) -> None:
-    rule_unscaled(scope, op)
+    """Run on the unscaled operands, results stored at scale 1 where the data type holds
+    them. With f16 data that is where the op's results are bounded (the op table's
+    ``RANGE_BOUNDED``, ``BOUNDED_WHERE_NONPOSITIVE`` with an operand that is never positive);
+    ``OPERAND_BOUNDED`` results (floor, round) take the larger of the operand's static scale
+    and 1; any other results have their largest magnitude measured (``encode_in_range``):
+    at scale 1, exp(12) and floor(1e5) were inf where the original holds them."""
+    if _stored_at_one(scope, op):
+        rule_unscaled(scope, op)
+        return
+    if has_trait(op.name, Trait.OPERAND_BOUNDED):
+        operand = scope.scaled(op.operands[0])
+        if operand.scale.is_static:
+            rule_unscaled(scope, op, scale=Scale(max(operand.scale.exp, 0)))
+            return
+    rule_unscaled(scope, op, measured=True)
+    scope.state.context.bump("scalify.measured-nonlinear")
+
+
+def _stored_at_one(scope: Scope, op: ir.Operation) -> bool:
+    """Whether scale 1 holds every float result of the nonlinear ``op``: the data type has
+    f32's range, the op's results are bounded, or there are no float results."""
+    if scope.is_wide_range():
+        return True
+    if has_trait(op.name, Trait.RANGE_BOUNDED) or not any(
+            is_scalable_type(r.type) for r in op.results):
+        return True
+    return has_trait(op.name, Trait.BOUNDED_WHERE_NONPOSITIVE) and is_nonpositive(op.operands[0])
 
 
 def rule_fallback(scope: Scope, op: ir.Operation) -> None:

@@ -98,9 +98,9 @@ def same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,
 
 # ----- families -------------------------------------------------------------------------
 def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None,
-                  scale: Scale = ONE) -> None:
+                  scale: Scale = ONE, measured: bool = False) -> None:
     """Run the op on unscaled operands in the original types; re-encode float results at 1
-    (or at the static ``scale``).
+    (or at the static ``scale``, or at the scale their largest magnitude needs: ``measured``).
 
     Used for nonlinear functions (by design) and for ops without a rule (reported).
     """
@@ -117,7 +117,10 @@ def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None,
         clone.operands[index] = operand
     _remap_captures(clone, captures)
     for old, new in zip(op.results, clone.results, strict=True):
-        scope.set(old, scope.encode(new, scale) if is_scalable_type(old.type) else new)
+        if not is_scalable_type(old.type):
+            scope.set(old, new)
+        else:
+            scope.set(old, scope.encode_in_range(new) if measured else scope.encode(new, scale))
 
 
 def _nested_ops(op: ir.Operation) -> list[ir.Operation]:

@@ -86,7 +86,8 @@ class TypeConverter:
                                                   math.inf)
 
     def encode_in_range(self, value: ir.Value) -> Scaled:
-        """A float tensor converted from integers (or f64), as data at the smallest
+        """A float tensor converted from integers (or f64), or a nonlinear op's result that
+        can pass the data type's range (``rule_nonlinear``), as data at the smallest
         power-of-two scale that keeps its largest magnitude below 2^(max exponent) of the data
         type, measured at run time (the values' range is not known before): scale 1 while
         it fits, so that small integers stay exact."""

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scalify_hlo import Policy, compile_scaled
-from scalify_hlo.api import rewrite_text
+from scalify_hlo.api import rewrite_module_source, rewrite_text
 from scalify_hlo.runner import run_module
 from scalify_hlo.signature import (
     entry_signature,
@@ -402,3 +402,66 @@ def test_a_reciprocal_of_a_guarded_tensor_keeps_its_small_entries() -> None:
     want = gradient(w, x, mask)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=3e-3,
                                atol=3e-3 * float(jnp.max(jnp.abs(want))))
+
+
+# Nonlinear results past f16's 65504 where f32 holds them: at scale 1 they were inf.
+_GROWING = {
+    "exp": jnp.exp,
+    "expm1": jnp.expm1,
+    "exp_summed": lambda x: jnp.sum(jnp.exp(x)),
+    "power": lambda x: x ** 4.5,
+    "cosh": jnp.cosh,
+    "floor": lambda x: jnp.floor(x * 1e4),
+    "round": lambda x: jnp.round(x * 1e4),
+}
+
+
+@pytest.mark.parametrize("name", list(_GROWING))
+def test_a_nonlinear_result_past_65504_keeps_its_value(name: str) -> None:
+    fn = _GROWING[name]
+    x = jnp.asarray([[9.5, 10.0, 12.0, 15.0], [14.0, 11.0, 9.0, 13.0]], jnp.float32)
+    step = compile_scaled(fn, x, return_scaled=False, policy=Policy(fp8_dots=False))
+    want = np.asarray(jax.jit(fn)(x))
+    np.testing.assert_allclose(np.asarray(step(x)), want, rtol=2e-3)
+
+
+# Bounded exps (a softmax's exp(x - max x), also behind jnp.max's -inf initial, and along
+# the other axis; the exact GELU's exp(-z^2)) and bounded ops (tanh) stay at scale 1 with no
+# measurement; an exp of a value that may be positive is measured, and so is one of x minus
+# its rows' maxima broadcast along the wrong axis (y[i, j] - max_k y[j, k]).
+_MEASURED_NONLINEAR = """
+func.func public @main(%x: tensor<2x4xf32>, %y: tensor<4x4xf32>) -> (tensor<2x4xf32>,
+    tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>) {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1]
+      : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
+  %ninf2 = stablehlo.constant dense<0xFF800000> : tensor<2xf32>
+  %mi = stablehlo.maximum %ninf2, %m : tensor<2xf32>
+  %mb = stablehlo.broadcast_in_dim %mi, dims = [0] : (tensor<2xf32>) -> tensor<2x4xf32>
+  %s = stablehlo.subtract %x, %mb : tensor<2x4xf32>
+  %softmax = stablehlo.exponential %s : tensor<2x4xf32>
+  %m0 = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [0]
+      : (tensor<2x4xf32>, tensor<f32>) -> tensor<4xf32>
+  %m0b = stablehlo.broadcast_in_dim %m0, dims = [1] : (tensor<4xf32>) -> tensor<2x4xf32>
+  %s0 = stablehlo.subtract %x, %m0b : tensor<2x4xf32>
+  %columns = stablehlo.exponential %s0 : tensor<2x4xf32>
+  %sq = chlo.square %x : tensor<2x4xf32> -> tensor<2x4xf32>
+  %nsq = stablehlo.negate %sq : tensor<2x4xf32>
+  %gelu = stablehlo.exponential %nsq : tensor<2x4xf32>
+  %t = stablehlo.tanh %x : tensor<2x4xf32>
+  %e = stablehlo.exponential %x : tensor<2x4xf32>
+  %my = stablehlo.reduce(%y init: %ninf) applies stablehlo.maximum across dimensions = [1]
+      : (tensor<4x4xf32>, tensor<f32>) -> tensor<4xf32>
+  %other = stablehlo.broadcast_in_dim %my, dims = [1] : (tensor<4xf32>) -> tensor<4x4xf32>
+  %s2 = stablehlo.subtract %y, %other : tensor<4x4xf32>
+  %wrong_axis = stablehlo.exponential %s2 : tensor<4x4xf32>
+  return %softmax, %columns, %gelu, %t, %e, %wrong_axis : tensor<2x4xf32>, tensor<2x4xf32>,
+      tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>
+}
+"""
+
+
+def test_only_nonlinear_results_that_can_pass_the_range_are_measured() -> None:
+    result = rewrite_module_source(_MEASURED_NONLINEAR, "scalify{data-dtype=f16}")
+    assert result.error is None, result.error
+    assert result.context.stats.get("scalify.measured-nonlinear") == 2

@@ -5,7 +5,7 @@
 // Nonlinear family (exp, log, tanh, erf, ...): the operand is unscaled
 // (data * 2^e, in f32 at least), the op runs in the original element type,
 // and the result is re-encoded as data at scale 1. This is by design and
-// reported nowhere. The F16 prefix checks only the first case.
+// reported nowhere. The F16 prefix checks only the first and last cases.
 //
 // Unscaling by an argument's scale (an f32 power of two, as the entry function
 // receives it) is one multiply by it, as it is.
@@ -18,7 +18,9 @@
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    return [[E]], [[ONE]] : tensor<4xf32>, tensor<f32>
 
-// f16 data: unscaled in f32 (the original type), re-encoded to f16.
+// f16 data: unscaled in f32 (the original type), re-encoded to f16. exp(x) of an x that
+// may be positive passes 65504 from x = 11.1 on: its largest magnitude is measured, and
+// the result takes the smallest power-of-two scale, 1 or above, that holds it in f16.
 
 // F16-LABEL: func.func public @main
 // F16-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf16>, tensor<f32>)
@@ -26,9 +28,12 @@
 // F16-NEXT:    [[XSB:%.*]] = stablehlo.broadcast_in_dim [[XS]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // F16-NEXT:    [[U:%.*]] = stablehlo.multiply [[W]], [[XSB]] : tensor<4xf32>
 // F16-NEXT:    [[E:%.*]] = stablehlo.exponential [[U]] : tensor<4xf32>
-// F16-NEXT:    [[EH:%.*]] = stablehlo.convert [[E]] : (tensor<4xf32>) -> tensor<4xf16>
-// F16-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
-// F16-NEXT:    return [[EH]], [[ONE]] : tensor<4xf16>, tensor<f32>
+// F16-NEXT:    [[A:%.*]] = stablehlo.abs [[E]] : tensor<4xf32>
+// F16:         stablehlo.reduce([[A]] {{.*}} applies stablehlo.maximum
+// F16:         [[K:%.*]] = stablehlo.maximum {{%.*}}, {{%.*}} : tensor<i32>
+// F16:         [[EF:%.*]] = stablehlo.multiply [[E]], {{%.*}} : tensor<4xf32>
+// F16-NEXT:    [[EH:%.*]] = stablehlo.convert [[EF]] : (tensor<4xf32>) -> tensor<4xf16>
+// F16:         return {{%.*}}, {{%.*}} : tensor<4xf16>, tensor<f32>
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.exponential %arg0 : tensor<4xf32>
   return %0 : tensor<4xf32>
@@ -118,4 +123,27 @@ func.func public @main(%arg0: tensor<4xbf16>) -> tensor<4xbf16> {
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = chlo.erf %arg0 : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A softmax's exp(x - max x) is at most 1: stored at scale 1 in f16 with no measurement
+// (rewrites/value_signs.py; jnp.max's -inf initial is one more maximum on the way).
+
+// CHECK-LABEL: func.func public @softmax_exp
+// F16-LABEL:   func.func public @softmax_exp
+// F16:         [[E:%.*]] = stablehlo.exponential {{%.*}} : tensor<2x4xf32>
+// F16-NEXT:    [[EH:%.*]] = stablehlo.convert [[E]] : (tensor<2x4xf32>) -> tensor<2x4xf16>
+// F16-NOT:     stablehlo.reduce
+// F16:         return
+func.func public @softmax_exp(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1]
+      : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
+  %ninf2 = stablehlo.constant dense<0xFF800000> : tensor<2xf32>
+  %mi = stablehlo.maximum %ninf2, %m : tensor<2xf32>
+  %mb = stablehlo.broadcast_in_dim %mi, dims = [0] : (tensor<2xf32>) -> tensor<2x4xf32>
+  %s = stablehlo.subtract %x, %mb : tensor<2x4xf32>
+  %e = stablehlo.exponential %s : tensor<2x4xf32>
+  return %e : tensor<2x4xf32>
 }

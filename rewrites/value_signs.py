@@ -1,0 +1,129 @@
+"""Which values of the original program are never positive, read from the ops that make them.
+
+A nonlinear op runs on the unscaled value and its result is stored at scale 1; with f16 data
+that holds ``exp(x)`` only up to x = 11 (65504). Most exps in a step cannot get there: a
+softmax's ``exp(x - max(x))`` and the exact GELU's derivative ``exp(-z^2)`` are at most 1,
+because their operand is never positive. The others have their largest magnitude measured
+(``rule_impls.rule_nonlinear``). The analysis is syntactic and conservative: a value it
+cannot place (an argument, a loop carry, an op it does not know) has no known sign.
+"""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.constant_values import splat_constant_value
+from scalify_hlo.rewrites.emitter import defining_op
+from scalify_hlo.rewrites.op_table import Trait, ops_with
+
+_LAYOUT = ops_with(Trait.LAYOUT_ONLY)
+# Ops whose result is >= 0 for any operand.
+_NONNEGATIVE_OPS = frozenset({
+    "stablehlo.abs", "chlo.square", "stablehlo.exponential", "stablehlo.sqrt",
+    "stablehlo.rsqrt", "stablehlo.logistic"})
+_DEPTH = 24  # a chain this long is no pattern the analysis is for
+
+
+def is_nonpositive(value: ir.Value) -> bool:
+    """Whether every element of ``value`` is <= 0 (or NaN) by construction."""
+    return _sign(value, -1, _DEPTH)
+
+
+def _sign(value: ir.Value, sign: int, depth: int) -> bool:
+    """Whether ``value``'s elements all have ``sign`` (1: >= 0, -1: <= 0) or are NaN."""
+    constant = splat_constant_value(value)
+    if constant is not None:
+        return constant * sign >= 0
+    op = defining_op(value)
+    if op is None or depth == 0:
+        return False
+    name, operands, depth = op.name, list(op.operands), depth - 1
+    if name in _LAYOUT:
+        return _sign(operands[0], sign, depth)
+    if name == "stablehlo.negate":
+        return _sign(operands[0], -sign, depth)
+    if name in _NONNEGATIVE_OPS:
+        return sign > 0
+    if name == "stablehlo.multiply" and operands[0] == operands[1]:
+        return sign > 0
+    if name in ("stablehlo.add", "stablehlo.select"):
+        return all(_sign(v, sign, depth) for v in operands[-2:])
+    if name in ("stablehlo.multiply", "stablehlo.divide"):
+        a, b = operands
+        return any(_sign(a, s, depth) and _sign(b, s * sign, depth) for s in (1, -1))
+    if name == ("stablehlo.minimum" if sign < 0 else "stablehlo.maximum"):
+        return any(_sign(v, sign, depth) for v in operands)
+    if name == "stablehlo.subtract":
+        return sign < 0 and _below_its_maximum(*operands)
+    return False
+
+
+def _below_its_maximum(x: ir.Value, subtrahend: ir.Value) -> bool:
+    """Whether ``subtrahend`` is ``x``'s maximum over some axes, broadcast back along them (a
+    softmax's ``x - max(x)``): whatever the reduction's initial value, the difference is <= 0.
+    Each kept axis must come back in its place (a maximum broadcast along other axes compares
+    elements with other rows' maxima)."""
+    traced = _reduce_dims(subtrahend, _DEPTH)
+    if traced is None:
+        return False
+    sources, reduce = traced
+    if reduce.operands[0] != x or len(reduce.operands) != 2:
+        return False
+    body = reduce.regions[0].blocks[0].operations
+    if len(body) != 2 or body[0].operation.name != "stablehlo.maximum":
+        return False
+    shape = ir.RankedTensorType(x.type).shape
+    reduced = set(ir.DenseI64ArrayAttr(reduce.attributes["dimensions"]))
+    kept = [d for d in range(len(shape)) if d not in reduced]
+    if len(sources) != len(shape):
+        return False
+    for axis, source in enumerate(sources):
+        if shape[axis] == 1:
+            continue
+        if axis in reduced and source is not None:
+            return False
+        if axis not in reduced and (source is None or kept[source] != axis):
+            return False
+    return True
+
+
+def _reduce_dims(value: ir.Value, depth: int) -> tuple[list[int | None], ir.Operation] | None:
+    """For each axis of ``value``, made from a reduction's result by broadcasts, reshapes
+    that add or drop unit axes, converts and maxima with anything (which only raise it),
+    the result's axis it reads (None: an axis it is constant along); with the reduction.
+    None where it is made otherwise."""
+    op = defining_op(value)
+    if op is None or depth == 0:
+        return None
+    shape = ir.RankedTensorType(value.type).shape
+    if op.name == "stablehlo.reduce":
+        return list(range(len(shape))), op
+    if op.name == "stablehlo.maximum":  # max(m, c) >= m: jnp.max's ``initial`` (-inf)
+        for operand in op.operands:
+            traced = _reduce_dims(operand, depth - 1)
+            if traced is not None:
+                return traced
+        return None
+    if op.name not in ("stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.convert"):
+        return None
+    source = op.operands[0]
+    traced = _reduce_dims(source, depth - 1)
+    if traced is None:
+        return None
+    inner, reduce = traced
+    source_shape = ir.RankedTensorType(source.type).shape
+    sources: list[int | None] = [None] * len(shape)
+    if op.name == "stablehlo.convert":
+        return inner, reduce
+    if op.name == "stablehlo.broadcast_in_dim":
+        for axis, to in enumerate(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"])):
+            if source_shape[axis] == shape[to]:
+                sources[to] = inner[axis]
+        return sources, reduce
+    non_unit_in = [a for a, n in enumerate(source_shape) if n != 1]
+    non_unit_out = [a for a, n in enumerate(shape) if n != 1]
+    if [source_shape[a] for a in non_unit_in] != [shape[a] for a in non_unit_out]:
+        return None
+    for a, b in zip(non_unit_in, non_unit_out, strict=True):
+        sources[b] = inner[a]
+    return sources, reduce
