@@ -23,6 +23,18 @@ def splat_scalar(attr: ir.Attribute) -> float | None:
     return None
 
 
+def constant_splat(op: ir.Operation) -> float | None:
+    """The single value of a splat ``stablehlo.constant`` op; None for any other, a complex
+    one included: reading its ``value`` attribute raises a TypeError in these bindings,
+    which escaped the guard analysis of ``square_values`` as a traceback (an FFT's
+    gradient)."""
+    try:
+        attr = op.attributes["value"]
+    except (KeyError, TypeError):
+        return None
+    return splat_scalar(attr)
+
+
 def splat_constant_value(value: ir.Value) -> float | None:
     """The value of a splat constant, or of a broadcast of one; None otherwise."""
     op = defining_op(value)
@@ -33,8 +45,8 @@ def splat_constant_value(value: ir.Value) -> float | None:
     if op.name != "stablehlo.constant":
         return None
     try:
-        return splat_scalar(op.attributes["value"])
-    except (KeyError, ValueError, TypeError):
+        return constant_splat(op)
+    except ValueError:
         return None
 
 

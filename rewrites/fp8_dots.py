@@ -31,7 +31,7 @@ from scalify_hlo.dtypes import (
 from scalify_hlo.errors import PipelineError, RewriteError
 from scalify_hlo.module_io import short_location
 from scalify_hlo.name_stack import has_name_stack, is_backward
-from scalify_hlo.rewrites.constant_values import splat_scalar
+from scalify_hlo.rewrites.constant_values import constant_splat
 from scalify_hlo.rewrites.delayed_statistics import MODES as DELAYED_MODES
 from scalify_hlo.rewrites.delayed_statistics import DelayedExponents, resolved_mode
 from scalify_hlo.rewrites.emitter import (
@@ -247,7 +247,7 @@ def _output_scale(value: ir.Value) -> tuple[ir.Operation, float] | None:
     constant = defining_op(other)
     if constant is None or constant.name != "stablehlo.constant":
         return None
-    value = splat_scalar(constant.attributes["value"])
+    value = constant_splat(constant)
     return None if value is None else (user, value)
 
 

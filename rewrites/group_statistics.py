@@ -221,8 +221,8 @@ class _Block:
             if op.name != "stablehlo.reduce":
                 continue
             kind = full_reduction(op) if kinds is None else kinds.get(op.results[0])
-            if kind is None:
-                continue
+            if kind is None or _size(op.operands[0]) == 0:
+                continue  # an empty tensor's statistic is the init (it has no row to take)
             prelude, reads, available = self.prelude(op.operands[0])
             init_at = self.defined_at(op.operands[1])
             needed, chain = self.first_use(at)

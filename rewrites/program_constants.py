@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.constant_values import splat_scalar
+from scalify_hlo.rewrites.constant_values import constant_splat
 from scalify_hlo.rewrites.emitter import defining_op, terminator
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 
@@ -18,7 +18,7 @@ _CONSTANT_KEEPING = ops_with(Trait.ZERO_FILL_THROUGH)
 def is_zero_fill(old: ir.Value) -> bool:
     """A splat 0 constant of the original program, or a layout op of one."""
     op = program_constant(old)
-    return op is not None and splat_scalar(op.attributes["value"]) == 0.0
+    return op is not None and constant_splat(op) == 0.0
 
 
 def program_constant(old: ir.Value) -> ir.Operation | None:

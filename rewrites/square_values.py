@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.constant_values import splat_scalar
+from scalify_hlo.rewrites.constant_values import constant_splat
 from scalify_hlo.rewrites.emitter import Types, defining_op, is_ranked_tensor, ops_named, terminator
 from scalify_hlo.rewrites.op_table import Trait, ops_with, wide_operands
 from scalify_hlo.rewrites.regions import is_additive
@@ -103,7 +103,7 @@ def scalar_like(value: ir.Value) -> bool:
     if op.name == "stablehlo.broadcast_in_dim":
         return _one_element(op.operands[0].type)
     if op.name == "stablehlo.constant":
-        return splat_scalar(op.attributes["value"]) is not None
+        return constant_splat(op) is not None
     return False
 
 
@@ -150,7 +150,7 @@ def _nonzero_constant(value: ir.Value) -> bool:
         op = defining_op(op.operands[0])
     if op is None or op.name != "stablehlo.constant":
         return False
-    constant = splat_scalar(op.attributes["value"])
+    constant = constant_splat(op)
     return constant is not None and constant != 0 and math.isfinite(constant)
 
 
