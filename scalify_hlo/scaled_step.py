@@ -122,8 +122,15 @@ class ScaledStep:
             if len(signature[0].inputs) == expected:  # else refused below
                 self._first_same_scale = first_same_scale(module, self._out_specs)
 
-        result = rewrite_module_source(self._exported_text, self._passes, debug_info=True,
-                                       inspect=inspect, records=True, count_ops=True)
+        try:
+            result = rewrite_module_source(self._exported_text, self._passes, debug_info=True,
+                                           inspect=inspect, records=True, count_ops=True)
+        except ScalifyError:
+            raise
+        except Exception as exc:  # a bug of ours: a ScalifyError that says so, as the CLI does
+            message = " ".join(str(exc).split()) or type(exc).__name__
+            raise ScalifyError(f"cannot rewrite the step: internal error "
+                               f"({type(exc).__name__}): {message}") from exc
         if result.error is not None or result.output is None:
             raise ScalifyError(f"cannot rewrite the step: {result.error}")
         self.text = result.output.decode()

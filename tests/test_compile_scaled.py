@@ -753,3 +753,18 @@ def test_delayed_result_that_was_all_zero_is_not_saturated() -> None:
     want_w, want_m = jax.jit(step)(*jax.jit(step)(w, m, zeros, decay), x, decay)
     np.testing.assert_allclose(np.asarray(unscale_tree(m2)), want_m, rtol=2e-2, atol=2e-2)
     np.testing.assert_allclose(np.asarray(unscale_tree(w2)), want_w, rtol=2e-2, atol=2e-2)
+
+
+def test_an_internal_error_of_the_rewrite_is_a_scalify_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug of ours inside the rewrite (a TypeError from the MLIR bindings, say) reaches
+    the caller as a ScalifyError that names it, as the CLI's one line does: it came through
+    as the bare TypeError (the gradient of abs(rfft(v)), docs/robustness.md)."""
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise TypeError("Can't cast unknown element type\n DenseTypedElementsAttr")
+
+    monkeypatch.setattr("scalify_hlo.scaled_step.rewrite_module_source", broken)
+    with pytest.raises(ScalifyError, match=r"^cannot rewrite the step: internal error "
+                                           r"\(TypeError\): Can't cast unknown element type "
+                                           r"DenseTypedElementsAttr$"):
+        compile_scaled(lambda x: x * 2.0, jnp.ones(4))
