@@ -21,41 +21,68 @@ _LAYOUT = ops_with(Trait.LAYOUT_ONLY)
 _NONNEGATIVE_OPS = frozenset({
     "stablehlo.abs", "chlo.square", "stablehlo.exponential", "stablehlo.sqrt",
     "stablehlo.rsqrt", "stablehlo.logistic"})
+_READ_OPERANDS = frozenset({
+    "stablehlo.negate", "stablehlo.add", "stablehlo.select", "stablehlo.multiply",
+    "stablehlo.divide", "stablehlo.minimum", "stablehlo.maximum", "stablehlo.subtract"})
 _DEPTH = 24  # a chain this long is no pattern the analysis is for
+# Sign classes: a bit each for "every element >= 0" and "every element <= 0" (NaN aside).
+_NONNEGATIVE, _NONPOSITIVE = 1, 2
 
 
 def is_nonpositive(value: ir.Value) -> bool:
     """Whether every element of ``value`` is <= 0 (or NaN) by construction."""
-    return _sign(value, -1, _DEPTH)
+    return bool(_signs(value, _DEPTH, {}) & _NONPOSITIVE)
 
 
-def _sign(value: ir.Value, sign: int, depth: int) -> bool:
-    """Whether ``value``'s elements all have ``sign`` (1: >= 0, -1: <= 0) or are NaN."""
+def _signs(value: ir.Value, depth: int, memo: dict[ir.Value, int]) -> int:
+    """The sign classes ``value`` is known to be in, each value classified once (``memo``):
+    a product reads both classes of each operand, which without it is exponential in the
+    depth of a chain of products (a sharded step's rewrite did not finish)."""
+    found = memo.get(value)
+    if found is None:
+        memo[value] = 0  # a cycle through a region reads as unknown
+        found = memo[value] = _classify(value, depth, memo)
+    return found
+
+
+def _classify(value: ir.Value, depth: int, memo: dict[ir.Value, int]) -> int:
     constant = splat_constant_value(value)
     if constant is not None:
-        return constant * sign >= 0
+        return (_NONNEGATIVE if constant >= 0 else 0) | (_NONPOSITIVE if constant <= 0 else 0)
     op = defining_op(value)
     if op is None or depth == 0:
-        return False
+        return 0
     name, operands, depth = op.name, list(op.operands), depth - 1
+    if name in _NONNEGATIVE_OPS or (name == "stablehlo.multiply"
+                                    and operands[0] == operands[1]):
+        return _NONNEGATIVE
+    if name not in _READ_OPERANDS and name not in _LAYOUT:
+        return 0
+    signs = [_signs(v, depth, memo) for v in operands[-2:]]
     if name in _LAYOUT:
-        return _sign(operands[0], sign, depth)
+        return signs[-1] if len(operands) == 1 else 0
     if name == "stablehlo.negate":
-        return _sign(operands[0], -sign, depth)
-    if name in _NONNEGATIVE_OPS:
-        return sign > 0
-    if name == "stablehlo.multiply" and operands[0] == operands[1]:
-        return sign > 0
+        return ((signs[0] & _NONNEGATIVE) << 1) | ((signs[0] & _NONPOSITIVE) >> 1)
     if name in ("stablehlo.add", "stablehlo.select"):
-        return all(_sign(v, sign, depth) for v in operands[-2:])
+        return signs[0] & signs[1]
     if name in ("stablehlo.multiply", "stablehlo.divide"):
-        a, b = operands
-        return any(_sign(a, s, depth) and _sign(b, s * sign, depth) for s in (1, -1))
-    if name == ("stablehlo.minimum" if sign < 0 else "stablehlo.maximum"):
-        return any(_sign(v, sign, depth) for v in operands)
+        a, b = signs
+        same = (a & b) != 0  # both >= 0 or both <= 0
+        crossed = bool(a & _NONNEGATIVE and b & _NONPOSITIVE) or bool(
+            a & _NONPOSITIVE and b & _NONNEGATIVE)
+        return (_NONNEGATIVE if same else 0) | (_NONPOSITIVE if crossed else 0)
+    if name in ("stablehlo.minimum", "stablehlo.maximum"):
+        anyone, everyone = signs[0] | signs[1], signs[0] & signs[1]
+        if name == "stablehlo.minimum":
+            return (anyone & _NONPOSITIVE) | (everyone & _NONNEGATIVE)
+        return (anyone & _NONNEGATIVE) | (everyone & _NONPOSITIVE)
     if name == "stablehlo.subtract":
-        return sign < 0 and _below_its_maximum(*operands)
-    return False
+        if _below_its_maximum(*operands):
+            return _NONPOSITIVE
+        a, b = signs
+        return ((_NONPOSITIVE if a & _NONPOSITIVE and b & _NONNEGATIVE else 0)
+                | (_NONNEGATIVE if a & _NONNEGATIVE and b & _NONPOSITIVE else 0))
+    return 0
 
 
 def _below_its_maximum(x: ir.Value, subtrahend: ir.Value) -> bool:
