@@ -97,7 +97,8 @@ def _below_its_maximum(x: ir.Value, subtrahend: ir.Value) -> bool:
     if reduce.operands[0] != x or len(reduce.operands) != 2:
         return False
     body = reduce.regions[0].blocks[0].operations
-    if len(body) != 2 or body[0].operation.name != "stablehlo.maximum":
+    if len(body) != 2 or body[0].operation.name != "stablehlo.maximum" or not all(
+            isinstance(v.owner, ir.Block) for v in body[0].operation.operands):
         return False
     shape = ir.RankedTensorType(x.type).shape
     reduced = set(ir.DenseI64ArrayAttr(reduce.attributes["dimensions"]))
