@@ -25,7 +25,7 @@ from scalify_hlo.rewrites.emitter import (
     shape_of,
 )
 from scalify_hlo.rewrites.op_table import Trait, has_trait, target_has_trait
-from scalify_hlo.rewrites.program_constants import is_zero_fill, program_constant
+from scalify_hlo.rewrites.program_constants import program_constant
 from scalify_hlo.rewrites.regions import is_additive, is_assignment, is_homogeneous
 from scalify_hlo.rewrites.rule_support import (
     bind_results,
@@ -93,13 +93,14 @@ def rule_same_scale(scope: Scope, op: ir.Operation) -> None:
 
 
 def rule_additive(scope: Scope, op: ir.Operation) -> None:
-    """add, subtract: as same-scale; with a nonzero constant operand, never below the
-    constant's scale (``CommonScale._first_above_constants``). A runtime + constant add whose
+    """add, subtract: as same-scale; under common-scale=first with a constant operand, never
+    below the constant's scale (``CommonScale._first_above_constants``; a zero constant is
+    any-scale and sets none). A runtime + constant add whose
     result later products raise to a power (a series' ``y = x/2 - 2``, ``drift.py``) is
     then rescaled (amax): whatever moved its data off unit (an argument's data far from 1)
     would be multiplied by every step of the series."""
-    same_scale(scope, op, above_constants=any(
-        program_constant(v) is not None and not is_zero_fill(v) for v in op.operands))
+    same_scale(scope, op, above_constants=scope.state.common_scale_rule == "first" and any(
+        program_constant(v) is not None for v in op.operands))
     if op in scope.state.compounding:
         scope.rescale_results(op, "amax:nearest")
 

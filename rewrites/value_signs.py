@@ -37,7 +37,7 @@ def is_nonpositive(value: ir.Value) -> bool:
 def _signs(value: ir.Value, depth: int, memo: dict[ir.Value, int]) -> int:
     """The sign classes ``value`` is known to be in, each value classified once (``memo``):
     a product reads both classes of each operand, which without it is exponential in the
-    depth of a chain of products (a sharded step's rewrite did not finish)."""
+    depth of a chain of products (40 of them under an exp took 63 s)."""
     found = memo.get(value)
     if found is None:
         memo[value] = 0  # a cycle through a region reads as unknown
@@ -138,11 +138,11 @@ def _reduce_dims(value: ir.Value, depth: int) -> tuple[list[int | None], ir.Oper
     traced = _reduce_dims(source, depth - 1)
     if traced is None:
         return None
+    if op.name == "stablehlo.convert":
+        return traced
     inner, reduce = traced
     source_shape = ir.RankedTensorType(source.type).shape
     sources: list[int | None] = [None] * len(shape)
-    if op.name == "stablehlo.convert":
-        return inner, reduce
     if op.name == "stablehlo.broadcast_in_dim":
         for axis, to in enumerate(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"])):
             if source_shape[axis] == shape[to]:
