@@ -17,6 +17,7 @@ from scalify_hlo.rewrites.rule_support import (
     float_operands,
     same_scale,
 )
+from scalify_hlo.rewrites.rules_clamp import clamp_at_bounds, shifted_exactly
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 from scalify_hlo.scale import ONE, Scale
 
@@ -126,7 +127,6 @@ def _pick_and_normalize(scope: Scope, op: ir.Operation) -> None:
 
 # Exponent-directed pick: the result's scale from the picked elements' own exponents (i32).
 _NO_EXPONENT = -(1 << 30)  # below every element exponent: an element that sets no scale
-_FACTOR_SPAN = 300  # |shift| beyond which every f32 data value is 0 or inf anyway
 
 
 def _int_splat(scope: Scope, value: int, t: ir.Type) -> ir.Value:
@@ -167,19 +167,6 @@ def _element_exponents(scope: Scope, wide: ir.Value, scale: Scale,
     return binade, normal
 
 
-def _shifted_exactly(scope: Scope, wide: ir.Value, shift: ir.Value) -> ir.Value:
-    """``wide * 2^shift`` (f32 data, rank-0 i32 ``shift``) in three normal factors of one
-    sign: a value that fits after the shift never overflows or flushes on the way, one that
-    does not becomes the inf or 0 it is, and no factor is 0 or inf (no 0 * inf NaN)."""
-    emit, i32 = scope.emit, scope.exponent_type()
-    rest = emit.clamp_exponent(shift, -_FACTOR_SPAN, _FACTOR_SPAN)
-    for _ in range(3):
-        step = emit.clamp_exponent(rest)
-        wide = emit.times_factor(wide, emit.pow2_of_exponent(step))
-        rest = emit.binary("stablehlo.subtract", rest, step, i32)
-    return wide
-
-
 def _select_by_exponent(scope: Scope, op: ir.Operation) -> None:
     """select of branches whose scales are unrelated (two runtime scales, or static ones too
     far apart for the data type): the result's scale comes from the picked elements' own
@@ -214,7 +201,7 @@ def _select_by_exponent(scope: Scope, op: ir.Operation) -> None:
     exponent = emit.op("stablehlo.select", [found, emit.binary(
         "stablehlo.subtract", top, emit.int_scalar(127), i32),
         scope.exponent(scope.midpoint(branches))], [i32]).result
-    datas = [wide if branch.any_scale else _shifted_exactly(scope, wide, emit.binary(
+    datas = [wide if branch.any_scale else shifted_exactly(scope, wide, emit.binary(
         "stablehlo.subtract", scope.exponent(branch.scale), exponent, i32))
         for branch, wide in zip(branches, wides, strict=True)]
     data = emit.op("stablehlo.select", [pred, *datas], [wide_type], _attributes(op)).result
@@ -241,6 +228,9 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
     """select, max, min, clamp: the result is elementwise one of the operands."""
     olds = list(op.operands)
     _, floats = float_operands(scope, olds)
+    if not scope.is_wide_range() and op.name != "stablehlo.select" and floats and (
+            clamp_at_bounds(scope, op)):
+        return
     if not floats or _distinct_scales(floats) <= 1:
         same_scale(scope, op, constants_follow=True, merge=True)
         return

@@ -145,3 +145,46 @@ def test_an_eps_added_to_a_square_far_below_it_keeps_its_value(
     want = np.asarray(jax.jit(fn)(jnp.asarray(x)))
     rtol = 1e-6 if data_dtype == "float32" else 1e-2
     np.testing.assert_allclose(got, want, rtol=rtol, atol=0)
+
+
+def _clip(x: jax.Array) -> jax.Array:
+    return jnp.clip(x, -1.0, 1.0)
+
+
+def _clip_small(x: jax.Array) -> jax.Array:
+    return jnp.clip(x, -1e-4, 1e-4)
+
+
+def _lax_clamp(x: jax.Array) -> jax.Array:
+    return jax.lax.clamp(-2.0, x, 0.5)
+
+
+def _min_then_max(x: jax.Array) -> jax.Array:
+    return jnp.maximum(jnp.minimum(x, 3.0), -3.0)
+
+
+def _clipped_update(x: jax.Array) -> jax.Array:
+    return 1.0 - 0.1 * jnp.clip(x, -1.0, 1.0)  # w - lr * clip(g)
+
+
+def _log_of_clip(x: jax.Array) -> jax.Array:
+    return jnp.log(jnp.clip(jnp.abs(x), 1e-8, 1.0))
+
+
+# A clip between constants of gradients at 2^30 (f16 data): the bounds followed the operand's
+# scale, 2^-30 of it, and flushed to 0, so the clip was 0 where the original gives -1 or 1.
+@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("fn", [_clip, _clip_small, jax.nn.relu6, _lax_clamp, _min_then_max,
+                                _clipped_update, _log_of_clip])
+def test_a_clip_between_constants_keeps_its_bounds_at_any_scale(data_dtype: str,
+                                                                 fn: Any) -> None:
+    x = np.array([-3.0, -1.5, -0.5, 0.0, 0.25, 0.5, 2.0, 5.0], np.float32)
+    step = compile_scaled(fn, x, return_scaled=False,
+                          policy=Policy(data_dtype=data_dtype, fp8_dots=False))
+    rtol = 1e-6 if data_dtype == "float32" else 1e-2
+    for k in (-30, 0, 30):
+        scale = np.float32(2.0 ** k)
+        got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)))
+        want = np.asarray(jax.jit(fn)(jnp.asarray(x) * scale))
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-3 * np.abs(want).max(),
+                                   err_msg=f"scale 2^{k}")

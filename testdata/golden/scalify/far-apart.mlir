@@ -166,3 +166,32 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>, %arg2: tensor
   %2 = stablehlo.select %arg2, %1, %arg1 : tensor<4xi1>, tensor<4xf32>
   return %2 : tensor<4xf32>
 }
+
+// -----
+
+// jnp.clip(x, -1, 1) is min(max(x, -1), 1), StableHLO's definition of clamp. With f16 data
+// the bounds followed x's runtime scale and flushed to 0 where it was 2^30 (the clip was 0
+// where the original gives -1 or 1): the clamp now takes a scale its bounds fit at (x's,
+// capped by the bounds' own: a minimum of exponents), and x is shifted to it in f32, where
+// a value far past a bound is inf or large and the clamp makes it the bound. f32 data holds
+// the bounds at any scale of x: max then min, as before.
+// CHECK-LABEL: func.func public @main
+// CHECK:         [[E:%.*]] = stablehlo.minimum {{.*}} : tensor<i32>
+// CHECK:         [[X:%.*]] = stablehlo.convert %arg0 : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         [[C:%.*]] = stablehlo.clamp {{.*}} : tensor<4xf32>
+// CHECK:         stablehlo.convert [[C]] : (tensor<4xf32>) -> tensor<4xf16>
+// CHECK-NOT:     stablehlo.maximum {{.*}} : tensor<4xf16>
+// CHECK-NOT:     stablehlo.minimum {{.*}} : tensor<4xf16>
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.maximum {{.*}} : tensor<4xf32>
+// F32:         stablehlo.minimum {{.*}} : tensor<4xf32>
+// F32-NOT:     stablehlo.clamp {{.*}} : tensor<4xf32>
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<-1.000000e+00> : tensor<f32>
+  %cst_0 = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+  %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %1 = stablehlo.maximum %0, %arg0 : tensor<4xf32>
+  %2 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %3 = stablehlo.minimum %2, %1 : tensor<4xf32>
+  return %3 : tensor<4xf32>
+}

@@ -1,0 +1,117 @@
+"""A clamp between constants of the program in a narrow data type (f16): the bounds must
+not flush to 0 when they follow an operand's runtime scale far above them.
+
+f16 data spans 2^40 at one scale. ``jnp.clip(g, -1, 1)`` of gradients at 2^30 brought -1
+and 1 to 2^-30 of that scale, both 0, and the clip gave 0 where the original gives -1 or 1
+(``optax.clip``, ``relu6``, a clip of a step's updates). The clamp's result lies between its
+bounds, so it takes a scale the bounds fit at, and the operand is brought to that scale in
+f32, where a value far past a bound becomes inf (or a large number) and the clamp makes it
+the bound: exact at any spread. ``jnp.clip`` lowers to ``min(max(x, lo), hi)``, which is
+StableHLO's definition of ``clamp``; the ``max`` alone stays as it was (its result, read
+only by the ``min``, is dropped as dead code).
+"""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.constant_values import constant_splat
+from scalify_hlo.rewrites.emitter import defining_op
+from scalify_hlo.rewrites.program_constants import program_constant
+from scalify_hlo.rewrites.scope import Scaled, Scope
+from scalify_hlo.scale import Scale
+
+_MAX, _MIN, _CLAMP = "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp"
+_FACTOR_SPAN = 300  # |shift| beyond which every f32 data value is 0 or inf anyway
+
+
+def _splat(old: ir.Value) -> float | None:
+    """The value of a splat constant of the program (seen through broadcasts and converts)."""
+    op = program_constant(old)
+    return None if op is None else constant_splat(op)
+
+
+def constant_clamp(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value] | None:
+    """(x, lo, hi) of the original program when ``op`` clamps x between constants: a
+    ``clamp`` with constant bounds, ``min(max(x, lo), hi)`` (StableHLO's definition of
+    clamp, so any constants) or ``max(min(x, hi), lo)`` with splats lo <= hi."""
+    olds = list(op.operands)
+    if op.name == _CLAMP:
+        lo, x, hi = olds
+        if program_constant(lo) is not None and program_constant(hi) is not None:
+            return x, lo, hi
+        return None
+    inner_name = _MAX if op.name == _MIN else _MIN
+    for inner, outer in (olds, olds[::-1]):
+        inner_op = defining_op(inner)
+        if program_constant(outer) is None or inner_op is None or inner_op.name != inner_name:
+            continue
+        for x, bound in (list(inner_op.operands), list(inner_op.operands)[::-1]):
+            if program_constant(bound) is None or program_constant(x) is not None:
+                continue
+            if op.name == _MIN:
+                return x, bound, outer
+            lo, hi = _splat(outer), _splat(bound)
+            if lo is not None and hi is not None and lo <= hi:
+                return x, outer, bound
+    return None
+
+
+def clamp_at_bounds(scope: Scope, op: ir.Operation) -> bool:
+    """``op`` as a clamp at a scale its constant bounds fit (see the module docstring); False
+    where it is no clamp between constants, or where the usual rule keeps the bounds (the
+    operand's scale static and at or below that scale)."""
+    found = constant_clamp(op)
+    if found is None:
+        return False
+    x, lo, hi = (scope.scaled(old) for old in found)
+    bounds = [b for b in (lo, hi) if not b.any_scale and b.scale.is_static]
+    if x.any_scale or not bounds or len(bounds) < sum(not b.any_scale for b in (lo, hi)):
+        return False
+    headroom = -scope.min_normal_exponent()
+    exps = [b.scale.exp for b in bounds]
+    top, low = max(exps), min(exps)
+    # the largest bound's data below 2^15 in f16, the smallest normal where the span allows
+    cap = max(top - headroom, min(top, low + headroom))
+    floor = scope.constant_floor(bounds)  # as the constants of a choose follow a scale
+    if x.scale.is_static:
+        if x.scale.exp <= cap:
+            return False
+        scale = Scale(cap)
+    else:
+        emit, i32 = scope.emit, scope.exponent_type()
+        exponent = scope.exponent(x.scale)
+        if floor is not None:
+            exponent = emit.binary("stablehlo.maximum", exponent, emit.int_scalar(floor), i32)
+        scale = Scale.dynamic(emit.binary("stablehlo.minimum", exponent, emit.int_scalar(cap),
+                                          i32))
+    _emit_clamp(scope, op, x, lo, hi, scale)
+    return True
+
+
+def _emit_clamp(scope: Scope, op: ir.Operation, x: Scaled, lo: Scaled, hi: Scaled,
+                scale: Scale) -> None:
+    """The clamp in f32 at ``scale``, then the data type: x's data is shifted in three normal
+    factors (``shifted_exactly``), so a value past a bound is inf or a large number, never
+    NaN, and the clamp makes it the bound."""
+    emit, types, i32 = scope.emit, scope.state.types, scope.exponent_type()
+    f32 = types.f32
+    shift = emit.binary("stablehlo.subtract", scope.exponent(x.scale), scope.exponent(scale),
+                        i32)
+    wide = shifted_exactly(scope, emit.convert(x.data, f32), shift)
+    low, high = scope.in_type([lo, hi], scale, f32)
+    clamped = emit.op(_CLAMP, [low, wide, high], [wide.type]).result
+    scope.set(op.results[0], Scaled(emit.convert(clamped, scope.current_data_dtype()), scale))
+
+
+def shifted_exactly(scope: Scope, wide: ir.Value, shift: ir.Value) -> ir.Value:
+    """``wide * 2^shift`` (f32 data, rank-0 i32 ``shift``) in three normal factors of one
+    sign: a value that fits after the shift never overflows or flushes on the way, one that
+    does not becomes the inf or 0 it is, and no factor is 0 or inf (no 0 * inf NaN)."""
+    emit, i32 = scope.emit, scope.exponent_type()
+    rest = emit.clamp_exponent(shift, -_FACTOR_SPAN, _FACTOR_SPAN)
+    for _ in range(3):
+        step = emit.clamp_exponent(rest)
+        wide = emit.times_factor(wide, emit.pow2_of_exponent(step))
+        rest = emit.binary("stablehlo.subtract", rest, step, i32)
+    return wide
