@@ -17,7 +17,12 @@ from scalify_hlo.rewrites.rule_support import (
     float_operands,
     same_scale,
 )
-from scalify_hlo.rewrites.rules_clamp import clamp_at_bounds, shifted_exactly
+from scalify_hlo.rewrites.rules_bounds import (
+    clamp_at_bounds,
+    guard_signs,
+    same_scale_guarded,
+    shifted_exactly,
+)
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 from scalify_hlo.scale import ONE, Scale
 
@@ -252,8 +257,13 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
                      midpoint)
         return
     if _fits_at_max(scope, floats) or runtime:
-        # One runtime scale: constants follow it (down to where they stay in range).
-        same_scale(scope, op, constants_follow=True, merge=True)
+        # One runtime scale: constants follow it (down to where they stay in range), a
+        # guard's (max(x, eps)) kept off 0.
+        signs = guard_signs(op) if runtime else []
+        if signs:
+            same_scale_guarded(scope, op, signs)
+        else:
+            same_scale(scope, op, constants_follow=True, merge=True)
         return
     if _constants_follow_static(scope, op, floats):
         return

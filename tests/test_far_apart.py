@@ -188,3 +188,24 @@ def test_a_clip_between_constants_keeps_its_bounds_at_any_scale(data_dtype: str,
         want = np.asarray(jax.jit(fn)(jnp.asarray(x) * scale))
         np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-3 * np.abs(want).max(),
                                    err_msg=f"scale 2^{k}")
+
+
+def _share_of_a_positive_guard(x: jax.Array) -> jax.Array:
+    return x / (jnp.maximum(x, 1e-6) + x)
+
+
+def _share_of_a_negative_guard(x: jax.Array) -> jax.Array:
+    return -x / (jnp.minimum(-x, -1e-6) - x)
+
+
+# A one-sided guard's constant (max(x, eps), eps > 0) followed x's scale 2^30 and flushed:
+# 0 / (0 + 0) was NaN where the original gives 0 (f16 data).
+@pytest.mark.parametrize("fn", [_share_of_a_positive_guard, _share_of_a_negative_guard])
+def test_a_guard_constant_keeps_its_side_of_zero_at_any_scale(fn: Any) -> None:
+    x = np.array([0.0, 1e-3, 0.5, 1.0, 2.0, 100.0], np.float32)
+    step = compile_scaled(fn, x, return_scaled=False, policy=Policy(fp8_dots=False))
+    for k in (0, 30, 60):
+        scale = np.float32(2.0 ** k)
+        got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)))
+        want = np.asarray(jax.jit(fn)(jnp.asarray(x) * scale))
+        np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-3, err_msg=f"scale 2^{k}")

@@ -195,3 +195,23 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %3 = stablehlo.minimum %2, %1 : tensor<4xf32>
   return %3 : tensor<4xf32>
 }
+
+// -----
+
+// A one-sided guard, max(x, 1e-6), beside x's runtime scale: the constant follows the scale
+// (down to where it stays in range) and, where it would flush to 0 (x at 2^30), becomes
+// f16's smallest subnormal, so the result keeps max(x, eps) > 0 and x / (max(x, eps) + x)
+// of a zero is 0, not NaN. f32 data holds the constant at any scale: no guard.
+// CHECK-LABEL: func.func public @main
+// CHECK-DAG:     [[TINY:%.*]] = stablehlo.constant dense<5.960460e-08> : tensor<4xf16>
+// CHECK:         [[C:%.*]] = stablehlo.maximum {{%.*}}, [[TINY]] : tensor<4xf16>
+// CHECK:         stablehlo.maximum {{%.*}}, [[C]] : tensor<4xf16>
+// F32-LABEL: func.func public @main
+// F32-NOT:     stablehlo.constant dense<{{.*}}e-08>
+// F32:         stablehlo.maximum {{.*}} : tensor<4xf32>
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<9.99999997E-7> : tensor<f32>
+  %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %1 = stablehlo.maximum %arg0, %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}

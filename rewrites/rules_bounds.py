@@ -1,23 +1,30 @@
-"""A clamp between constants of the program in a narrow data type (f16): the bounds must
-not flush to 0 when they follow an operand's runtime scale far above them.
+"""Max, min and clamp against constants of the program in a narrow data type (f16): a bound
+must not flush to 0 when it follows an operand's runtime scale far above it.
 
 f16 data spans 2^40 at one scale. ``jnp.clip(g, -1, 1)`` of gradients at 2^30 brought -1
 and 1 to 2^-30 of that scale, both 0, and the clip gave 0 where the original gives -1 or 1
-(``optax.clip``, ``relu6``, a clip of a step's updates). The clamp's result lies between its
-bounds, so it takes a scale the bounds fit at, and the operand is brought to that scale in
-f32, where a value far past a bound becomes inf (or a large number) and the clamp makes it
-the bound: exact at any spread. ``jnp.clip`` lowers to ``min(max(x, lo), hi)``, which is
-StableHLO's definition of ``clamp``; the ``max`` alone stays as it was (its result, read
-only by the ``min``, is dropped as dead code).
+(``optax.clip``, ``relu6``, a clip of a step's updates). Two rules:
+
+* A clamp between constants (``stablehlo.clamp``, or ``jnp.clip``'s ``min(max(x, lo), hi)``,
+  StableHLO's definition of clamp) has its result between its bounds, so it takes a scale
+  the bounds fit at, and the operand is brought to that scale in f32, where a value far past
+  a bound becomes inf (or a large number) and the clamp makes it the bound: exact at any
+  spread. The inner ``max`` stays as it was (read only by the ``min``, it is dead code).
+* A one-sided guard (``max(x, eps)`` with eps > 0, ``min(x, c)`` with c < 0) whose constant
+  would flush becomes the data type's smallest subnormal of the constant's sign: the result
+  keeps the bound the op promises (``max(x, eps) >= eps > 0``), and ``x / (max(x, eps) + x)``
+  of a zero is 0, not 0/0 (values at 2^30, f16 data).
 """
 
 from __future__ import annotations
 
+import ml_dtypes
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.constant_values import constant_splat
-from scalify_hlo.rewrites.emitter import defining_op
+from scalify_hlo.rewrites.emitter import defining_op, numpy_dtype
 from scalify_hlo.rewrites.program_constants import program_constant
+from scalify_hlo.rewrites.rule_support import bind_results, emit_like, operands_at_common_scale
 from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.scale import Scale
 
@@ -115,3 +122,34 @@ def shifted_exactly(scope: Scope, wide: ir.Value, shift: ir.Value) -> ir.Value:
         wide = emit.times_factor(wide, emit.pow2_of_exponent(step))
         rest = emit.binary("stablehlo.subtract", rest, step, i32)
     return wide
+
+
+def guard_signs(op: ir.Operation) -> list[int]:
+    """Per operand of a max or min: +1 for a splat constant c > 0 of a max, -1 for c < 0 of a
+    min (a bound on the side of 0 that a flush would cross), else 0; empty where there is no
+    such operand."""
+    if op.name not in (_MAX, _MIN):
+        return []
+    signs = []
+    for old in op.operands:
+        value = _splat(old)
+        sign = 0 if value is None or not value == value else (  # NaN: no bound
+            1 if op.name == _MAX and value > 0 else -1 if op.name == _MIN and value < 0 else 0)
+        signs.append(sign)
+    return signs if any(signs) else []
+
+
+def same_scale_guarded(scope: Scope, op: ir.Operation, signs: list[int]) -> None:
+    """``same_scale(constants_follow=True, merge=True)``, each guard constant kept off 0 at the
+    common scale: ``max(c', tiny)`` for c > 0, ``min(c', -tiny)`` for c < 0, where tiny is the
+    data type's smallest subnormal and c' the constant at that scale (one op on a splat)."""
+    operands, scale = operands_at_common_scale(scope, op, constants_follow=True, merge=True)
+    tiny = float(ml_dtypes.finfo(numpy_dtype(scope.current_data_dtype())).smallest_subnormal)
+    for i, sign in enumerate(signs):
+        if sign:
+            t = operands[i].type
+            operands[i] = scope.emit.binary(op.name, operands[i], scope.emit.splat(sign * tiny, t),
+                                            t)
+    floats = [scope.scaled(old) for old in op.operands if scope.is_scaled(old)]
+    bind_results(scope, op, emit_like(scope, op, operands), scale,
+                 all(f.any_scale for f in floats))
