@@ -139,17 +139,24 @@ def guard_signs(op: ir.Operation) -> list[int]:
     return signs if any(signs) else []
 
 
-def same_scale_guarded(scope: Scope, op: ir.Operation, signs: list[int]) -> None:
-    """``same_scale(constants_follow=True, merge=True)``, each guard constant kept off 0 at the
-    common scale: ``max(c', tiny)`` for c > 0, ``min(c', -tiny)`` for c < 0, where tiny is the
-    data type's smallest subnormal and c' the constant at that scale (one op on a splat)."""
-    operands, scale = operands_at_common_scale(scope, op, constants_follow=True, merge=True)
+def keep_off_zero(scope: Scope, op: ir.Operation, signs: list[int],
+                  operands: list[ir.Value]) -> list[ir.Value]:
+    """``operands`` (the op's, its floats at the common scale) with each guard constant kept
+    off 0: ``max(c', tiny)`` for c > 0, ``min(c', -tiny)`` for c < 0, where tiny is the data
+    type's smallest subnormal and c' the constant at that scale (one op on a splat)."""
     tiny = float(ml_dtypes.finfo(numpy_dtype(scope.current_data_dtype())).smallest_subnormal)
+    kept = list(operands)
     for i, sign in enumerate(signs):
         if sign:
-            t = operands[i].type
-            operands[i] = scope.emit.binary(op.name, operands[i], scope.emit.splat(sign * tiny, t),
-                                            t)
+            t = kept[i].type
+            kept[i] = scope.emit.binary(op.name, kept[i], scope.emit.splat(sign * tiny, t), t)
+    return kept
+
+
+def same_scale_guarded(scope: Scope, op: ir.Operation, signs: list[int]) -> None:
+    """``same_scale(constants_follow=True, merge=True)`` with the guard constants kept off 0
+    (``keep_off_zero``)."""
+    operands, scale = operands_at_common_scale(scope, op, constants_follow=True, merge=True)
     floats = [scope.scaled(old) for old in op.operands if scope.is_scaled(old)]
-    bind_results(scope, op, emit_like(scope, op, operands), scale,
-                 all(f.any_scale for f in floats))
+    bind_results(scope, op, emit_like(scope, op, keep_off_zero(scope, op, signs, operands)),
+                 scale, all(f.any_scale for f in floats))

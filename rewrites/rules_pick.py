@@ -20,6 +20,7 @@ from scalify_hlo.rewrites.rule_support import (
 from scalify_hlo.rewrites.rules_bounds import (
     clamp_at_bounds,
     guard_signs,
+    keep_off_zero,
     same_scale_guarded,
     shifted_exactly,
 )
@@ -289,6 +290,11 @@ def _constants_follow_static(scope: Scope, op: ir.Operation, floats: list[Scaled
         scale = Scale(max(scale.exp, floor))
     datas = [scope.rescale_constant(v, scale) if c and not v.any_scale
              else scope.rescale_data(v, scale) for v, c in zip(floats, constant, strict=True)]
+    signs = guard_signs(op)
+    if signs:  # a guard's constant 2^15 or more below the data's static scale: kept off 0
+        floats_at = float_operand_indices(scope, olds)
+        datas = [keep_off_zero(scope, op, [signs[i]], [d])[0]
+                 for i, d in zip(floats_at, datas, strict=True)]
     _bind_at(scope, op, floats, datas, scale)
     return True
 

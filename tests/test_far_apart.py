@@ -209,3 +209,27 @@ def test_a_guard_constant_keeps_its_side_of_zero_at_any_scale(fn: Any) -> None:
         got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)))
         want = np.asarray(jax.jit(fn)(jnp.asarray(x) * scale))
         np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-3, err_msg=f"scale 2^{k}")
+
+
+# The same guard beside data whose scale is static and 2^52 above it: iota * 1e9.
+STATIC_GUARD = """
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %i = stablehlo.iota dim = 0 : tensor<4xf32>
+  %cst = stablehlo.constant dense<1.000000e+09> : tensor<4xf32>
+  %v = stablehlo.multiply %i, %cst : tensor<4xf32>
+  %e = stablehlo.constant dense<9.99999997E-7> : tensor<4xf32>
+  %m = stablehlo.maximum %v, %e : tensor<4xf32>
+  %s = stablehlo.add %m, %v : tensor<4xf32>
+  %d = stablehlo.divide %v, %s : tensor<4xf32>
+  %r = stablehlo.add %d, %arg0 : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+
+
+def test_a_guard_beside_a_static_scale_far_above_it_keeps_its_side_of_zero() -> None:
+    rewritten = rewrite_text(STATIC_GUARD, "scalify{data-dtype=f16},simplify")
+    data, scale = run_executable(compile_module(rewritten),
+                                 [np.zeros(4, np.float16), np.float32(1.0)])
+    want = run_executable(compile_module(STATIC_GUARD), [np.zeros(4, np.float32)])[0]
+    np.testing.assert_allclose(np.asarray(data, np.float32) * scale, want, rtol=1e-3)

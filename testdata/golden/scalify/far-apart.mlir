@@ -215,3 +215,27 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %1 = stablehlo.maximum %arg0, %0 : tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// The same guard beside data whose scale is static and 2^52 above it (iota * 1e9): the
+// constant follows the data's scale (constants_follow_static) and is kept off 0 the same
+// way, so v / (max(v, eps) + v) of v's zero is 0, not NaN.
+// CHECK-LABEL: func.func public @main
+// CHECK-DAG:     [[TINY:%.*]] = stablehlo.constant dense<5.960460e-08> : tensor<4xf16>
+// CHECK:         [[C:%.*]] = stablehlo.maximum {{%.*}}, [[TINY]] : tensor<4xf16>
+// CHECK:         stablehlo.maximum {{%.*}}, [[C]] : tensor<4xf16>
+// F32-LABEL: func.func public @main
+// F32-NOT:     stablehlo.constant dense<{{.*}}e-08>
+// F32:         stablehlo.maximum {{.*}} : tensor<4xf32>
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %i = stablehlo.iota dim = 0 : tensor<4xf32>
+  %cst = stablehlo.constant dense<1.000000e+09> : tensor<4xf32>
+  %v = stablehlo.multiply %i, %cst : tensor<4xf32>
+  %e = stablehlo.constant dense<9.99999997E-7> : tensor<4xf32>
+  %m = stablehlo.maximum %v, %e : tensor<4xf32>
+  %s = stablehlo.add %m, %v : tensor<4xf32>
+  %d = stablehlo.divide %v, %s : tensor<4xf32>
+  %r = stablehlo.add %d, %arg0 : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
