@@ -16,7 +16,12 @@ from collections.abc import Callable
 import numpy as np
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.constant_values import read_dense, splat_constant_value, splat_scalar
+from scalify_hlo.rewrites.constant_values import (
+    constant_splat,
+    read_dense,
+    splat_constant_value,
+    splat_scalar,
+)
 from scalify_hlo.rewrites.emitter import (
     dtype_name,
     element_type,
@@ -320,13 +325,7 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     scalar = splat_scalar(attr)  # a splat is never materialized at its full shape
     data_type = scope.data_type(result_type)
     if scalar is not None:
-        exp, any_scale = _split_scalar(scalar, dtype_name(scope.current_data_dtype()))
-        exp = exp if scope.state.unit_shifts else 0
-        value = scalar / 2.0 ** exp  # in Python: most constants are splats
-        if abs(scalar) >= _NEAR_F32_MAX:
-            value = float(_finite_data(np.float64(scalar), exp, data_type))
-        data = scope.emit.splat(value, data_type)
-        scope.set(result, Scaled(data, Scale(exp), any_scale))
+        _set_splat(scope, result, scalar, data_type)
         return
     values = read_dense(attr).astype(np.float64)
     exp = (pow2_exponent_of_array(values, dtype_name(scope.current_data_dtype()))
@@ -337,6 +336,16 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
 
 
 _NEAR_F32_MAX = LARGEST_FINITE["f32"] / 2  # below, no rounding of data reaches f32's largest
+
+
+def _set_splat(scope: Scope, result: ir.Value, scalar: float, data_type: ir.Type) -> None:
+    """``result`` as a splat of ``scalar``, split at rewrite time (``rule_constant``)."""
+    exp, any_scale = _split_scalar(scalar, dtype_name(scope.current_data_dtype()))
+    exp = exp if scope.state.unit_shifts else 0
+    value = scalar / 2.0 ** exp  # in Python: most constants are splats
+    if abs(scalar) >= _NEAR_F32_MAX:
+        value = float(_finite_data(np.float64(scalar), exp, data_type))
+    scope.set(result, Scaled(scope.emit.splat(value, data_type), Scale(exp), any_scale))
 
 
 def _split_scalar(value: float, data_dtype: str) -> tuple[int, bool]:
@@ -393,6 +402,11 @@ def rule_convert(scope: Scope, op: ir.Operation) -> None:
     if not scope.is_scaled(source) and is_scalable_type(result.type) and \
             scope.exceeds_data_range(_largest_magnitude(element_type(source)),
                                      element_type(result)):
+        constant = program_constant(source)
+        scalar = None if constant is None else constant_splat(constant)
+        if scalar is not None:  # jnp.where(x > 1, 1, x)'s int 1: known, no measurement
+            _set_splat(scope, result, scalar, scope.data_type(result.type))
+            return
         converted = scope.emit.convert(scope.in_original_type(source), element_type(result))
         scope.set(result, scope.encode_in_range(converted))
         return

@@ -38,30 +38,75 @@ def _splat(old: ir.Value) -> float | None:
     return None if op is None else constant_splat(op)
 
 
+# A select(v dir c, c, y) caps y from the side its comparison names (v on the left): where
+# v > c it takes c, so it is at most c.
+_SELECT_CAP = {"GT": _MIN, "GE": _MIN, "LT": _MAX, "LE": _MAX}
+_SWAPPED = {"GT": "LT", "GE": "LE", "LT": "GT", "LE": "GE"}
+
+
+def _direction(compare: ir.Operation) -> str | None:
+    """A float compare's direction (GT...), None for a total-order compare (NaN ordered)."""
+    if "compare_type" in compare.attributes and "FLOAT" not in str(
+            compare.attributes["compare_type"]):
+        return None
+    return str(compare.attributes["comparison_direction"]).split()[-1].rstrip(">")
+
+
+def _cap(op: ir.Operation | None) -> tuple[str, ir.Value, ir.Value, ir.Value | None] | None:
+    """(kind, y, bound, compared) when ``op`` is ``kind(y, bound)`` (kind max or min) with a
+    constant ``bound`` of the program: a max or a min (``compared`` None), or
+    ``select(v dir c, c, y)`` with ``bound`` c (``compared`` v; the false branch is y, so a
+    NaN passes as it does through a max or min)."""
+    if op is None:
+        return None
+    olds = list(op.operands)
+    if op.name in (_MAX, _MIN):
+        for y, bound in (olds, olds[::-1]):
+            if program_constant(bound) is not None and program_constant(y) is None:
+                return op.name, y, bound, None
+        return None
+    if op.name != "stablehlo.select":
+        return None
+    pred, taken, y = olds
+    compare = defining_op(pred)
+    value = _splat(taken)
+    if compare is None or compare.name != "stablehlo.compare" or value is None or (
+            program_constant(y) is not None):
+        return None
+    direction = _direction(compare)
+    for v, c, d in ((*compare.operands, direction), (*list(compare.operands)[::-1],
+                                                     _SWAPPED.get(direction or ""))):
+        if d in _SELECT_CAP and _splat(c) == value and program_constant(v) is None:
+            return _SELECT_CAP[d], y, taken, v
+    return None
+
+
 def constant_clamp(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value] | None:
     """(x, lo, hi) of the original program when ``op`` clamps x between constants: a
     ``clamp`` with constant bounds, ``min(max(x, lo), hi)`` (StableHLO's definition of
-    clamp, so any constants) or ``max(min(x, hi), lo)`` with splats lo <= hi."""
+    clamp, so any constants), or a cap of either side of a cap of the other (``_cap``:
+    ``max(min(x, hi), lo)``, ``jax.nn.hard_tanh``'s ``where(x > hi, hi, where(x < lo, lo,
+    x))``) with splats lo <= hi."""
     olds = list(op.operands)
     if op.name == _CLAMP:
         lo, x, hi = olds
         if program_constant(lo) is not None and program_constant(hi) is not None:
             return x, lo, hi
         return None
-    inner_name = _MAX if op.name == _MIN else _MIN
-    for inner, outer in (olds, olds[::-1]):
-        inner_op = defining_op(inner)
-        if program_constant(outer) is None or inner_op is None or inner_op.name != inner_name:
-            continue
-        for x, bound in (list(inner_op.operands), list(inner_op.operands)[::-1]):
-            if program_constant(bound) is None or program_constant(x) is not None:
-                continue
-            if op.name == _MIN:
-                return x, bound, outer
-            lo, hi = _splat(outer), _splat(bound)
-            if lo is not None and hi is not None and lo <= hi:
-                return x, outer, bound
-    return None
+    outer = _cap(op)
+    inner = None if outer is None else _cap(defining_op(outer[1]))
+    if outer is None or inner is None or inner[0] == outer[0]:
+        return None
+    kind, y, bound, compared = outer
+    x = inner[1]
+    if (inner[3] is not None and inner[3] != x) or (
+            compared is not None and compared != y and compared != x):
+        return None  # a select that compares something else than what it caps
+    lo, hi = (inner[2], bound) if kind == _MIN else (bound, inner[2])
+    if kind == _MIN and compared is None and inner[3] is None:
+        return x, lo, hi  # min(max(x, lo), hi): clamp's definition
+    low, high = _splat(lo), _splat(hi)
+    return (x, lo, hi) if low is not None and high is not None and low <= high else None
 
 
 def clamp_at_bounds(scope: Scope, op: ir.Operation) -> bool:

@@ -234,8 +234,7 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
     """select, max, min, clamp: the result is elementwise one of the operands."""
     olds = list(op.operands)
     _, floats = float_operands(scope, olds)
-    if not scope.is_wide_range() and op.name != "stablehlo.select" and floats and (
-            clamp_at_bounds(scope, op)):
+    if not scope.is_wide_range() and floats and clamp_at_bounds(scope, op):
         return
     if not floats or _distinct_scales(floats) <= 1:
         same_scale(scope, op, constants_follow=True, merge=True)

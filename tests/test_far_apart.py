@@ -163,6 +163,10 @@ def _min_then_max(x: jax.Array) -> jax.Array:
     return jnp.maximum(jnp.minimum(x, 3.0), -3.0)
 
 
+def _where_caps(x: jax.Array) -> jax.Array:
+    return jnp.where(x > 2.0, 2.0, jnp.where(x < -1.0, -1.0, x))
+
+
 def _clipped_update(x: jax.Array) -> jax.Array:
     return 1.0 - 0.1 * jnp.clip(x, -1.0, 1.0)  # w - lr * clip(g)
 
@@ -175,7 +179,7 @@ def _log_of_clip(x: jax.Array) -> jax.Array:
 # scale, 2^-30 of it, and flushed to 0, so the clip was 0 where the original gives -1 or 1.
 @pytest.mark.parametrize("data_dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("fn", [_clip, _clip_small, jax.nn.relu6, _lax_clamp, _min_then_max,
-                                _clipped_update, _log_of_clip])
+                                jax.nn.hard_tanh, _where_caps, _clipped_update, _log_of_clip])
 def test_a_clip_between_constants_keeps_its_bounds_at_any_scale(data_dtype: str,
                                                                  fn: Any) -> None:
     x = np.array([-3.0, -1.5, -0.5, 0.0, 0.25, 0.5, 2.0, 5.0], np.float32)

@@ -484,3 +484,30 @@ def test_the_sign_analysis_reads_a_long_chain_once() -> None:
     assert result.error is None, result.error
     assert time.perf_counter() - start < 10.0
     assert result.context.stats.get("scalify.measured-nonlinear") == 1
+
+
+_INTEGER_CONSTANT = """
+func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %f = stablehlo.convert %one : (tensor<i32>) -> tensor<f32>
+  %b = stablehlo.broadcast_in_dim %f, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %r = stablehlo.add %x, %b : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+
+
+def test_an_integer_constant_converted_to_float_is_split_at_rewrite_time() -> None:
+    """jnp.where(x > 1, 1, x) converts the int 1: an i32 can pass f16's range, so a
+    converted integer's largest magnitude is measured at run time, but a constant of the
+    program is known: its scale is static (a clamp between constants needs that)."""
+    result = rewrite_module_source(_INTEGER_CONSTANT, "scalify{data-dtype=f16}")
+    assert result.error is None, result.error
+    assert not result.context.stats.get("scalify.integer-range")
+    assert "stablehlo.reduce" not in result.output.decode()
+    x = np.array([0.5, -2.0, 3.0, 1e4], np.float32)
+    signature = entry_signature(_INTEGER_CONSTANT)
+    scaled = rewrite_text(_INTEGER_CONSTANT, "scalify{data-dtype=f16},simplify")
+    got = join_outputs(signature, run_module(scaled, split_inputs(signature, [x],
+                                                                 data_dtype=np.float16)))
+    np.testing.assert_allclose(got[0], x + 1.0, rtol=1e-3)

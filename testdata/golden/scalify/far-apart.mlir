@@ -239,3 +239,33 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %r = stablehlo.add %d, %arg0 : tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// jax.nn.hard_tanh: where(x > 1, 1, where(x < -1, -1, x)), two selects against compares,
+// caps of either side of x by constants (the bounds are int constants converted to f32:
+// split at rewrite time, no measurement): the same clamp at a scale its bounds fit at.
+// CHECK-LABEL: func.func public @main
+// CHECK-NOT:     stablehlo.reduce
+// CHECK:         [[C:%.*]] = stablehlo.clamp {{.*}} : tensor<4xf32>
+// CHECK:         stablehlo.convert [[C]] : (tensor<4xf32>) -> tensor<4xf16>
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.select
+// F32:         stablehlo.select
+func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+  %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %1 = stablehlo.compare GT, %arg0, %0, FLOAT : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %cst_0 = stablehlo.constant dense<-1.000000e+00> : tensor<f32>
+  %2 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %3 = stablehlo.compare LT, %arg0, %2, FLOAT : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %c = stablehlo.constant dense<-1> : tensor<i32>
+  %c_1 = stablehlo.constant dense<1> : tensor<i32>
+  %4 = stablehlo.convert %c : (tensor<i32>) -> tensor<f32>
+  %5 = stablehlo.broadcast_in_dim %4, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %6 = stablehlo.select %3, %5, %arg0 : tensor<4xi1>, tensor<4xf32>
+  %7 = stablehlo.convert %c_1 : (tensor<i32>) -> tensor<f32>
+  %8 = stablehlo.broadcast_in_dim %7, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %9 = stablehlo.select %1, %8, %6 : tensor<4xi1>, tensor<4xf32>
+  return %9 : tensor<4xf32>
+}
