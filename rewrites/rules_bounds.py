@@ -10,10 +10,11 @@ and 1 to 2^-30 of that scale, both 0, and the clip gave 0 where the original giv
   the bounds fit at, and the operand is brought to that scale in f32, where a value far past
   a bound becomes inf (or a large number) and the clamp makes it the bound: exact at any
   spread. The inner ``max`` stays as it was (read only by the ``min``, it is dead code).
-* A one-sided guard (``max(x, eps)`` with eps > 0, ``min(x, c)`` with c < 0) whose constant
-  would flush becomes the data type's smallest subnormal of the constant's sign: the result
-  keeps the bound the op promises (``max(x, eps) >= eps > 0``), and ``x / (max(x, eps) + x)``
-  of a zero is 0, not 0/0 (values at 2^30, f16 data).
+* A one-sided guard (``max(x, eps)`` with eps > 0, ``min(x, c)`` with c < 0, or the same
+  as ``where(x < eps, eps, x)``) whose constant would flush becomes the data type's smallest
+  subnormal of the constant's sign: the result keeps the bound the op promises
+  (``max(x, eps) >= eps > 0``), and ``x / (max(x, eps) + x)`` of a zero is 0, not 0/0
+  (values at 2^30, f16 data).
 """
 
 from __future__ import annotations
@@ -170,22 +171,27 @@ def shifted_exactly(scope: Scope, wide: ir.Value, shift: ir.Value) -> ir.Value:
 
 
 def guard_signs(op: ir.Operation) -> list[int]:
-    """Per operand of a max or min: +1 for a splat constant c > 0 of a max, -1 for c < 0 of a
-    min (a bound on the side of 0 that a flush would cross), else 0; empty where there is no
-    such operand."""
-    if op.name not in (_MAX, _MIN):
-        return []
+    """Per operand of a max or min, or of a select that caps its false branch (``_cap``):
+    +1 for a splat constant c > 0 that keeps the result at least c, -1 for c < 0 that keeps
+    it at most c (a bound on the side of 0 that a flush would cross), else 0; empty where
+    there is no such operand."""
+    if op.name in (_MAX, _MIN):
+        kinds = [op.name] * len(op.operands)
+    else:
+        cap = _cap(op) if op.name == "stablehlo.select" else None
+        if cap is None or cap[3] != cap[1]:  # only select(y dir c, c, y): max or min of y
+            return []
+        kinds = ["", cap[0], ""]
     signs = []
-    for old in op.operands:
-        value = _splat(old)
+    for kind, old in zip(kinds, op.operands, strict=True):
+        value = _splat(old) if kind else None
         sign = 0 if value is None or not value == value else (  # NaN: no bound
-            1 if op.name == _MAX and value > 0 else -1 if op.name == _MIN and value < 0 else 0)
+            1 if kind == _MAX and value > 0 else -1 if kind == _MIN and value < 0 else 0)
         signs.append(sign)
     return signs if any(signs) else []
 
 
-def keep_off_zero(scope: Scope, op: ir.Operation, signs: list[int],
-                  operands: list[ir.Value]) -> list[ir.Value]:
+def keep_off_zero(scope: Scope, signs: list[int], operands: list[ir.Value]) -> list[ir.Value]:
     """``operands`` (the op's, its floats at the common scale) with each guard constant kept
     off 0: ``max(c', tiny)`` for c > 0, ``min(c', -tiny)`` for c < 0, where tiny is the data
     type's smallest subnormal and c' the constant at that scale (one op on a splat)."""
@@ -194,7 +200,8 @@ def keep_off_zero(scope: Scope, op: ir.Operation, signs: list[int],
     for i, sign in enumerate(signs):
         if sign:
             t = kept[i].type
-            kept[i] = scope.emit.binary(op.name, kept[i], scope.emit.splat(sign * tiny, t), t)
+            kept[i] = scope.emit.binary(_MAX if sign > 0 else _MIN, kept[i],
+                                        scope.emit.splat(sign * tiny, t), t)
     return kept
 
 
@@ -203,5 +210,5 @@ def same_scale_guarded(scope: Scope, op: ir.Operation, signs: list[int]) -> None
     (``keep_off_zero``)."""
     operands, scale = operands_at_common_scale(scope, op, constants_follow=True, merge=True)
     floats = [scope.scaled(old) for old in op.operands if scope.is_scaled(old)]
-    bind_results(scope, op, emit_like(scope, op, keep_off_zero(scope, op, signs, operands)),
+    bind_results(scope, op, emit_like(scope, op, keep_off_zero(scope, signs, operands)),
                  scale, all(f.any_scale for f in floats))

@@ -292,7 +292,7 @@ def _constants_follow_static(scope: Scope, op: ir.Operation, floats: list[Scaled
     signs = guard_signs(op)
     if signs:  # a guard's constant 2^15 or more below the data's static scale: kept off 0
         floats_at = float_operand_indices(scope, olds)
-        datas = [keep_off_zero(scope, op, [signs[i]], [d])[0]
+        datas = [keep_off_zero(scope, [signs[i]], [d])[0]
                  for i, d in zip(floats_at, datas, strict=True)]
     _bind_at(scope, op, floats, datas, scale)
     return True

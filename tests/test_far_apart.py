@@ -202,9 +202,14 @@ def _share_of_a_negative_guard(x: jax.Array) -> jax.Array:
     return -x / (jnp.minimum(-x, -1e-6) - x)
 
 
+def _share_of_a_select_guard(x: jax.Array) -> jax.Array:
+    return x / (jnp.where(x < 1e-6, 1e-6, x) + x)
+
+
 # A one-sided guard's constant (max(x, eps), eps > 0) followed x's scale 2^30 and flushed:
 # 0 / (0 + 0) was NaN where the original gives 0 (f16 data).
-@pytest.mark.parametrize("fn", [_share_of_a_positive_guard, _share_of_a_negative_guard])
+@pytest.mark.parametrize("fn", [_share_of_a_positive_guard, _share_of_a_negative_guard,
+                                _share_of_a_select_guard])
 def test_a_guard_constant_keeps_its_side_of_zero_at_any_scale(fn: Any) -> None:
     x = np.array([0.0, 1e-3, 0.5, 1.0, 2.0, 100.0], np.float32)
     step = compile_scaled(fn, x, return_scaled=False, policy=Policy(fp8_dots=False))
