@@ -24,15 +24,15 @@ def splat_scalar(attr: ir.Attribute) -> float | None:
 
 
 def constant_splat(op: ir.Operation) -> float | None:
-    """The single value of a splat ``stablehlo.constant`` op; None for any other, a complex
-    one included: reading its ``value`` attribute raises a TypeError in these bindings,
-    which escaped the guard analysis of ``square_values`` as a traceback (an FFT's
-    gradient)."""
+    """The single value of a splat ``stablehlo.constant`` op; None for any other: a complex
+    one (reading its ``value`` attribute raises a TypeError in these bindings, which escaped
+    the guard analysis of ``square_values`` as a traceback: an FFT's gradient) and a
+    ``dense_resource`` blob (not a DenseElementsAttr: a ValueError, which escaped the
+    integer-constant convert of ``rule_convert`` as an internal error)."""
     try:
-        attr = op.attributes["value"]
-    except (KeyError, TypeError):
+        return splat_scalar(op.attributes["value"])
+    except (KeyError, TypeError, ValueError):
         return None
-    return splat_scalar(attr)
 
 
 def splat_constant_value(value: ir.Value) -> float | None:

@@ -1,5 +1,6 @@
-"""Complex constants and empty tensors in the default pipeline (found by the fourth sweep,
-docs/robustness.md).
+"""Complex constants, resource constants and empty tensors in the rewrite (the first two
+found by the fourth sweep, docs/robustness.md; the resource blob by a review of the integer-
+constant convert).
 
 Reading the ``value`` of a complex constant raises a TypeError in jaxlib's MLIR bindings:
 the analysis of guarded divisors (``square_values``) read every constant that way, and the
@@ -19,6 +20,7 @@ import pytest
 from jax import lax
 
 from scalify_hlo import compile_scaled, unscale_tree
+from scalify_hlo.api import rewrite_module_source
 
 
 def _weighted(fn: Any) -> Any:
@@ -46,3 +48,30 @@ def test_the_default_policy_rewrites_and_matches(name: str) -> None:
     want = np.asarray(jax.jit(grad)(x))
     scale = np.max(np.abs(want))
     np.testing.assert_allclose(got, want, rtol=0, atol=max(rtol, 2e-3) * scale)
+
+
+# A ``dense_resource`` blob (how large constants are stored) is no DenseElementsAttr: reading
+# it as one raises a ValueError, which the integer-constant convert (rule_convert) and the
+# clamp between constants (rules_bounds) let out as an internal error.
+_RESOURCE = """
+func.func public @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+  %c = stablehlo.constant dense_resource<blob1> : tensor<2xi32>
+  %f = stablehlo.convert %c : (tensor<2xi32>) -> tensor<2xf32>
+  %m = stablehlo.maximum %arg0, %f : tensor<2xf32>
+  %n = stablehlo.minimum %m, %f : tensor<2xf32>
+  return %n : tensor<2xf32>
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      blob1: "0x040000000100000002000000"
+    }
+  }
+#-}
+"""
+
+
+def test_a_resource_constant_converted_and_clamped_against_rewrites() -> None:
+    result = rewrite_module_source(_RESOURCE, "scalify{data-dtype=f16},simplify")
+    assert result.error is None, result.error
+    assert "stablehlo.clamp" in result.output.decode()
