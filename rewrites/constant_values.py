@@ -44,10 +44,7 @@ def splat_constant_value(value: ir.Value) -> float | None:
         return splat_constant_value(op.operands[0])
     if op.name != "stablehlo.constant":
         return None
-    try:
-        return constant_splat(op)
-    except ValueError:
-        return None
+    return constant_splat(op)
 
 
 def distinct_values(attr: ir.Attribute) -> np.ndarray:

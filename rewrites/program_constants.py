@@ -17,8 +17,13 @@ _CONSTANT_KEEPING = ops_with(Trait.ZERO_FILL_THROUGH)
 
 def is_zero_fill(old: ir.Value) -> bool:
     """A splat 0 constant of the original program, or a layout op of one."""
+    return program_splat(old) == 0.0
+
+
+def program_splat(old: ir.Value) -> float | None:
+    """The value of a splat ``program_constant``; None for any other value."""
     op = program_constant(old)
-    return op is not None and constant_splat(op) == 0.0
+    return None if op is None else constant_splat(op)
 
 
 def program_constant(old: ir.Value) -> ir.Operation | None:

@@ -16,12 +16,7 @@ from collections.abc import Callable
 import numpy as np
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.constant_values import (
-    constant_splat,
-    read_dense,
-    splat_constant_value,
-    splat_scalar,
-)
+from scalify_hlo.rewrites.constant_values import read_dense, splat_constant_value, splat_scalar
 from scalify_hlo.rewrites.emitter import (
     dtype_name,
     element_type,
@@ -30,7 +25,7 @@ from scalify_hlo.rewrites.emitter import (
     shape_of,
 )
 from scalify_hlo.rewrites.op_table import Trait, has_trait, target_has_trait
-from scalify_hlo.rewrites.program_constants import program_constant
+from scalify_hlo.rewrites.program_constants import program_constant, program_splat
 from scalify_hlo.rewrites.regions import is_additive, is_assignment, is_homogeneous
 from scalify_hlo.rewrites.rule_support import (
     bind_results,
@@ -402,8 +397,7 @@ def rule_convert(scope: Scope, op: ir.Operation) -> None:
     if not scope.is_scaled(source) and is_scalable_type(result.type) and \
             scope.exceeds_data_range(_largest_magnitude(element_type(source)),
                                      element_type(result)):
-        constant = program_constant(source)
-        scalar = None if constant is None else constant_splat(constant)
+        scalar = program_splat(source)
         if scalar is not None:  # jnp.where(x > 1, 1, x)'s int 1: known, no measurement
             _set_splat(scope, result, scalar, scope.data_type(result.type))
             return

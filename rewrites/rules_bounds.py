@@ -19,24 +19,19 @@ and 1 to 2^-30 of that scale, both 0, and the clip gave 0 where the original giv
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import ml_dtypes
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.constant_values import constant_splat
 from scalify_hlo.rewrites.emitter import defining_op, numpy_dtype
-from scalify_hlo.rewrites.program_constants import program_constant
+from scalify_hlo.rewrites.program_constants import program_constant, program_splat
 from scalify_hlo.rewrites.rule_support import bind_results, emit_like, operands_at_common_scale
 from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.scale import Scale
 
 _MAX, _MIN, _CLAMP = "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp"
 _FACTOR_SPAN = 300  # |shift| beyond which every f32 data value is 0 or inf anyway
-
-
-def _splat(old: ir.Value) -> float | None:
-    """The value of a splat constant of the program (seen through broadcasts and converts)."""
-    op = program_constant(old)
-    return None if op is None else constant_splat(op)
 
 
 # A select(v dir c, c, y) caps y from the side its comparison names (v on the left): where
@@ -53,32 +48,40 @@ def _direction(compare: ir.Operation) -> str | None:
     return str(compare.attributes["comparison_direction"]).split()[-1].rstrip(">")
 
 
-def _cap(op: ir.Operation | None) -> tuple[str, ir.Value, ir.Value, ir.Value | None] | None:
-    """(kind, y, bound, compared) when ``op`` is ``kind(y, bound)`` (kind max or min) with a
-    constant ``bound`` of the program: a max or a min (``compared`` None), or
-    ``select(v dir c, c, y)`` with ``bound`` c (``compared`` v; the false branch is y, so a
-    NaN passes as it does through a max or min)."""
+class _Cap(NamedTuple):
+    """``kind(y, bound)`` (kind max or min) with a constant ``bound`` of the program; for a
+    select, the value its compare reads (``compared``), else None."""
+
+    kind: str
+    y: ir.Value
+    bound: ir.Value
+    compared: ir.Value | None
+
+
+def _cap(op: ir.Operation | None) -> _Cap | None:
+    """``op`` as a cap: a max or a min, or ``select(v dir c, c, y)`` with bound c (compared
+    v; the false branch is y, so a NaN passes as it does through a max or min)."""
     if op is None:
         return None
     olds = list(op.operands)
     if op.name in (_MAX, _MIN):
         for y, bound in (olds, olds[::-1]):
             if program_constant(bound) is not None and program_constant(y) is None:
-                return op.name, y, bound, None
+                return _Cap(op.name, y, bound, None)
         return None
     if op.name != "stablehlo.select":
         return None
     pred, taken, y = olds
     compare = defining_op(pred)
-    value = _splat(taken)
+    value = program_splat(taken)
     if compare is None or compare.name != "stablehlo.compare" or value is None or (
             program_constant(y) is not None):
         return None
     direction = _direction(compare)
     for v, c, d in ((*compare.operands, direction), (*list(compare.operands)[::-1],
                                                      _SWAPPED.get(direction or ""))):
-        if d in _SELECT_CAP and _splat(c) == value and program_constant(v) is None:
-            return _SELECT_CAP[d], y, taken, v
+        if d in _SELECT_CAP and program_splat(c) == value and program_constant(v) is None:
+            return _Cap(_SELECT_CAP[d], y, taken, v)
     return None
 
 
@@ -95,18 +98,18 @@ def constant_clamp(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value] | No
             return x, lo, hi
         return None
     outer = _cap(op)
-    inner = None if outer is None else _cap(defining_op(outer[1]))
-    if outer is None or inner is None or inner[0] == outer[0]:
+    inner = None if outer is None else _cap(defining_op(outer.y))
+    if outer is None or inner is None or inner.kind == outer.kind:
         return None
-    kind, y, bound, compared = outer
-    x = inner[1]
-    if (inner[3] is not None and inner[3] != x) or (
-            compared is not None and compared != y and compared != x):
+    x = inner.y
+    if (inner.compared is not None and inner.compared != x) or (
+            outer.compared is not None and outer.compared != outer.y
+            and outer.compared != x):
         return None  # a select that compares something else than what it caps
-    lo, hi = (inner[2], bound) if kind == _MIN else (bound, inner[2])
-    if kind == _MIN and compared is None and inner[3] is None:
+    lo, hi = (inner.bound, outer.bound) if outer.kind == _MIN else (outer.bound, inner.bound)
+    if outer.kind == _MIN and outer.compared is None and inner.compared is None:
         return x, lo, hi  # min(max(x, lo), hi): clamp's definition
-    low, high = _splat(lo), _splat(hi)
+    low, high = program_splat(lo), program_splat(hi)
     return (x, lo, hi) if low is not None and high is not None and low <= high else None
 
 
@@ -179,12 +182,12 @@ def guard_signs(op: ir.Operation) -> list[int]:
         kinds = [op.name] * len(op.operands)
     else:
         cap = _cap(op) if op.name == "stablehlo.select" else None
-        if cap is None or cap[3] != cap[1]:  # only select(y dir c, c, y): max or min of y
+        if cap is None or cap.compared != cap.y:  # only select(y dir c, c, y): max or min of y
             return []
-        kinds = ["", cap[0], ""]
+        kinds = ["", cap.kind, ""]
     signs = []
     for kind, old in zip(kinds, op.operands, strict=True):
-        value = _splat(old) if kind else None
+        value = program_splat(old) if kind else None
         sign = 0 if value is None or not value == value else (  # NaN: no bound
             1 if kind == _MAX and value > 0 else -1 if kind == _MIN and value < 0 else 0)
         signs.append(sign)

@@ -291,9 +291,8 @@ def _constants_follow_static(scope: Scope, op: ir.Operation, floats: list[Scaled
              else scope.rescale_data(v, scale) for v, c in zip(floats, constant, strict=True)]
     signs = guard_signs(op)
     if signs:  # a guard's constant 2^15 or more below the data's static scale: kept off 0
-        floats_at = float_operand_indices(scope, olds)
-        datas = [keep_off_zero(scope, [signs[i]], [d])[0]
-                 for i, d in zip(floats_at, datas, strict=True)]
+        datas = keep_off_zero(scope, [signs[i] for i in float_operand_indices(scope, olds)],
+                              datas)
     _bind_at(scope, op, floats, datas, scale)
     return True
 
