@@ -356,12 +356,10 @@ class Emitter:
             wide = self.unary("stablehlo.convert", x, wide_type)
         wide = self.binary("stablehlo.multiply", wide, self.broadcast_scalar(factor, wide_type),
                            wide_type)
-        if element == f32:
-            return wide
         if saturate_at is not None:
             low, high = self.scalar_f32(-saturate_at), self.scalar_f32(saturate_at)
             wide = self.op("stablehlo.clamp", [low, wide, high], [wide_type]).result
-        return self.unary("stablehlo.convert", wide, t)
+        return wide if element == f32 else self.unary("stablehlo.convert", wide, t)
 
     def pow2_round(self, x: ir.Value) -> ir.Value:
         """``x`` rounded to the nearest power of two (exact powers of two stay as they are):

@@ -36,7 +36,7 @@ def program_constant(old: ir.Value) -> ir.Operation | None:
     while True:
         op = defining_op(value)
         if op is None:
-            value = _invariant_operand(value)
+            value = invariant_operand(value)
             if value is None:
                 return None
             continue
@@ -47,7 +47,7 @@ def program_constant(old: ir.Value) -> ir.Operation | None:
         value = op.operands[0]
 
 
-def _invariant_operand(argument: ir.Value) -> ir.Value | None:
+def invariant_operand(argument: ir.Value) -> ir.Value | None:
     """The loop operand behind a while's block argument when the body returns the argument
     unchanged; None for any other block argument."""
     block = argument.owner

@@ -35,6 +35,7 @@ from scalify_hlo.rewrites.rule_support import (
     rule_unscaled,
     same_scale,
 )
+from scalify_hlo.rewrites.rules_bias import add_with_mask_bias
 from scalify_hlo.rewrites.rules_control_flow import rule_case, rule_optimization_barrier, rule_while
 from scalify_hlo.rewrites.rules_pick import rule_choose, rule_compare, rule_select
 from scalify_hlo.rewrites.scope import Scaled, Scope
@@ -98,9 +99,11 @@ def rule_additive(scope: Scope, op: ir.Operation) -> None:
     any-scale and sets none). A runtime + constant add whose
     result later products raise to a power (a series' ``y = x/2 - 2``, ``drift.py``) is
     then rescaled (amax): whatever moved its data off unit (an argument's data far from 1)
-    would be multiplied by every step of the series."""
-    same_scale(scope, op, above_constants=scope.state.common_scale_rule == "first" and any(
-        program_constant(v) is not None for v in op.operands))
+    would be multiplied by every step of the series. A mask's bias (zeros and sentinels)
+    follows the other operand's scale (``rules_bias``)."""
+    if not add_with_mask_bias(scope, op):
+        same_scale(scope, op, above_constants=scope.state.common_scale_rule == "first" and any(
+            program_constant(v) is not None for v in op.operands))
     if op in scope.state.compounding:
         scope.rescale_results(op, "amax:nearest")
 

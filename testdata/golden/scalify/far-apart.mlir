@@ -269,3 +269,50 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %9 = stablehlo.select %1, %8, %6 : tensor<4xi1>, tensor<4xf32>
   return %9 : tensor<4xf32>
 }
+
+// -----
+
+// An additive attention mask, scores + where(mask, 0, -1e9): the bias is zeros and a
+// sentinel whatever the mask holds. The sum takes the scores' scale (their data as is) and
+// the sentinel saturates there, to half f16's largest finite value so that the sum stays
+// finite; at the bias's own scale (2^29) every score flushed to 0 and the softmax over the
+// unmasked keys was uniform. f32 data holds both: the plain add.
+// CHECK-LABEL: func.func public @main
+// CHECK-DAG:     [[HI:%.*]] = stablehlo.constant dense<3.275200e+04> : tensor<f32>
+// CHECK-DAG:     [[LO:%.*]] = stablehlo.constant dense<-3.275200e+04> : tensor<f32>
+// CHECK:         [[B:%.*]] = stablehlo.clamp [[LO]], {{%.*}}, [[HI]]
+// CHECK:         [[H:%.*]] = stablehlo.convert [[B]] : (tensor<4xf32>) -> tensor<4xf16>
+// CHECK:         [[S:%.*]] = stablehlo.add %arg0, [[H]] : tensor<4xf16>
+// CHECK:         return [[S]], %arg1
+// F32-LABEL: func.func public @main
+// F32-NOT:     dense<{{-?}}3.275200e+04>
+// F32:         stablehlo.add {{.*}} : tensor<4xf32>
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi1>) -> tensor<4xf32> {
+  %z = stablehlo.constant dense<0.000000e+00> : tensor<4xf32>
+  %n = stablehlo.constant dense<-1.000000e+09> : tensor<4xf32>
+  %b = stablehlo.select %arg1, %z, %n : tensor<4xi1>, tensor<4xf32>
+  %0 = stablehlo.add %arg0, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// The same bias as (1 - float(mask)) * finfo(f32).min: a boolean converted to float is 0 or
+// 1, so the bias is again zeros and a sentinel (value_sets), and the scores keep their scale.
+// CHECK-LABEL: func.func public @main
+// CHECK:         [[B:%.*]] = stablehlo.clamp {{.*}} -> tensor<4xf32>
+// CHECK:         [[H:%.*]] = stablehlo.convert [[B]] : (tensor<4xf32>) -> tensor<4xf16>
+// CHECK:         [[S:%.*]] = stablehlo.add %arg0, [[H]] : tensor<4xf16>
+// CHECK:         return [[S]], %arg1
+// F32-LABEL: func.func public @main
+// F32-NOT:     dense<{{-?}}3.275200e+04>
+// F32:         stablehlo.add {{.*}} : tensor<4xf32>
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi1>) -> tensor<4xf32> {
+  %one = stablehlo.constant dense<1.000000e+00> : tensor<4xf32>
+  %min = stablehlo.constant dense<-3.40282347E+38> : tensor<4xf32>
+  %m = stablehlo.convert %arg1 : (tensor<4xi1>) -> tensor<4xf32>
+  %k = stablehlo.subtract %one, %m : tensor<4xf32>
+  %b = stablehlo.multiply %k, %min : tensor<4xf32>
+  %0 = stablehlo.add %arg0, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -1,0 +1,93 @@
+"""An add of a mask's bias: the bias's sentinels saturate at the other operand's scale
+instead of setting the sum's scale.
+
+An additive attention mask (``scores + where(mask, 0, -1e9)``, ``(1 - mask) *
+finfo(f32).min``, a causal mask folded into a constant) is a tensor of zeros and sentinels.
+The add's common scale was the larger, the bias's, and the scores' data at that scale
+flushed to 0: in f16 at the 2^29 of -1e9 (the softmax over the unmasked keys came out
+uniform, scores at scale 1, 0.49 off), in f32 data at the 2^127 of ``finfo(f32).min``
+(XLA flushes f32 subnormals: T5's position bias added to such a mask was lost). Where
+every value of one operand is 0 or a constant of the program (``value_sets``), 0 among
+them, the sum is the other operand exactly where the bias is 0, so it takes the other
+operand's scale. The bias's constants follow that scale as a select's constant branch does
+(``Scope.common_scale``'s ``constants_follow``): down to where a constant in the data
+type's range still fits (``constant_floor``), and a sentinel beyond that range saturates,
+to half the largest finite value (2^100 in f32-range data), so that the sum with the
+addend stays finite. A masked
+score then stays far below every unmasked one, and a fully masked row is one large negative
+number in every element (a uniform softmax, as in the original for scores below the
+sentinel's rounding step), where inf would give NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.emitter import dtype_name
+from scalify_hlo.rewrites.rule_support import bind_results, emit_like, float_operands
+from scalify_hlo.rewrites.scope import Scaled, Scope
+from scalify_hlo.rewrites.value_sets import value_set
+from scalify_hlo.scale import LARGEST_FINITE, Scale
+
+_SENTINEL_SHARE = 0.5  # of the data type's largest finite value: room for the addend
+# f32-range data saturates lower, leaving room for a later rescale up (common-scale=first
+# brought T5's bias, finfo(f32).min saturated at 2^-3, to scores at 2^-8: inf, then NaN).
+_WIDE_SENTINEL = 2.0 ** 100
+
+
+def add_with_mask_bias(scope: Scope, op: ir.Operation) -> bool:
+    """add or subtract with a mask's bias (zeros and constants) beside other data: the sum
+    at the other operands' scale, the bias following it (module docstring). False where no
+    operand is such a bias, or every one is."""
+    olds = list(op.operands)
+    indices, floats = float_operands(scope, olds)
+    if len(indices) != len(olds):
+        return False
+    is_bias = [_is_mask_bias(scope, olds[i]) for i in indices]
+    if all(is_bias) or not any(is_bias):
+        return False
+    biases = [v for v, bias in zip(floats, is_bias, strict=True) if bias and not v.any_scale]
+    others = [v for v, bias in zip(floats, is_bias, strict=True) if not bias and not v.any_scale]
+    if not biases or not others or not all(v.scale.is_static for v in biases):
+        return False
+    scale = _raised(scope, scope.common_scale(others), scope.constant_floor(biases))
+    datas = [_saturated_at(scope, v, scale) if bias else scope.rescale_data(v, scale)
+             for v, bias in zip(floats, is_bias, strict=True)]
+    bind_results(scope, op, emit_like(scope, op, datas), scale)
+    return True
+
+
+def _is_mask_bias(scope: Scope, old: ir.Value) -> bool:
+    """Every element 0 or one of a few constants, both kinds present, none NaN."""
+    values = value_set(old, scope.state.value_sets)
+    if values is None or 0.0 not in values or any(math.isnan(v) for v in values):
+        return False
+    return any(v != 0.0 for v in values)
+
+
+def _saturated_at(scope: Scope, bias: Scaled, target: Scale) -> ir.Value:
+    """The bias's data at ``target``, saturated to a share of the data type's largest finite
+    value where it passes it (f32 data too: ``finfo(f32).min`` at scale 1 is inf at the
+    scale 2^-8 of scores)."""
+    ratio = bias.scale.over(target)
+    if ratio.is_static and ratio.exp <= 0:  # data that shrinks never passes the range
+        return scope.rescale_data(bias, target)
+    # 2^126 is f32's largest normal power of two: a larger ratio saturates anyway.
+    factor = (scope.emit.scalar_f32(2.0 ** min(ratio.exp, 126)) if ratio.is_static
+              else scope.factor(ratio))
+    largest = LARGEST_FINITE[dtype_name(scope.current_data_dtype())]
+    return scope.emit.times_factor(bias.data, factor,
+                                   saturate_at=min(_SENTINEL_SHARE * largest, _WIDE_SENTINEL))
+
+
+def _raised(scope: Scope, scale: Scale, floor: int | None) -> Scale:
+    """``scale`` raised to at least ``2^floor`` (unchanged for no floor)."""
+    if floor is None:
+        return scale
+    if scale.is_static:
+        return Scale(max(scale.exp, floor), scale.factors)
+    return Scale.dynamic(scope.emit.binary("stablehlo.maximum", scope.exponent(scale),
+                                           scope.emit.int_scalar(floor), scope.exponent_type()))
+

@@ -1,0 +1,116 @@
+"""Which values of the original program take only a few values, all known at rewrite time.
+
+An attention mask's bias (``where(mask, 0, -1e9)``, ``(1 - mask) * finfo(f32).min``, a
+causal mask folded into a dense constant) is a tensor of zeros and sentinels whatever the
+mask holds at run time: the predicate only picks among constants. The analysis follows
+constants through the ops that only move or convert them, through selects (either branch)
+and through elementwise arithmetic between two such values; a boolean converted to float is
+0 or 1. It is syntactic and conservative: a value it cannot place has no known set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ml_dtypes
+import numpy as np
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.constant_values import distinct_values
+from scalify_hlo.rewrites.emitter import defining_op
+from scalify_hlo.rewrites.program_constants import invariant_operand
+
+_LIMIT = 4  # more distinct values than this is no mask: the set is unknown
+_LARGEST_READ = 1 << 22  # elements of a dense constant read to find its values
+_DEPTH = 16
+_SAME_VALUES = frozenset({
+    "stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.transpose",
+    "stablehlo.slice", "stablehlo.reverse", "stablehlo.convert"})
+_BINARY: dict[str, Callable[[float, float], float]] = {
+    "stablehlo.add": lambda a, b: a + b,
+    "stablehlo.subtract": lambda a, b: a - b,
+    "stablehlo.multiply": lambda a, b: a * b,
+    "stablehlo.maximum": max,
+    "stablehlo.minimum": min,
+}
+
+ValueSet = frozenset[float]
+
+
+def value_set(value: ir.Value, memo: dict[ir.Value, ValueSet | None]) -> ValueSet | None:
+    """The values every element of ``value`` is one of (at most ``_LIMIT``), None where
+    unknown; ``memo`` keeps each value's answer for the rest of a rewrite."""
+    return _lookup(value, _DEPTH, memo)
+
+
+def _lookup(value: ir.Value, depth: int,
+            memo: dict[ir.Value, ValueSet | None]) -> ValueSet | None:
+    if value in memo:
+        return memo[value]
+    memo[value] = None  # a cycle through a loop reads as unknown
+    found = memo[value] = _classify(value, depth, memo)
+    return found
+
+
+def _classify(value: ir.Value, depth: int,
+              memo: dict[ir.Value, ValueSet | None]) -> ValueSet | None:
+    if depth == 0:
+        return None
+    op = defining_op(value)
+    if op is None:
+        carried = invariant_operand(value)
+        return None if carried is None else _lookup(carried, depth - 1, memo)
+    name, operands = op.name, list(op.operands)
+    if name == "stablehlo.constant":
+        return _constant_values(op)
+    if name == "stablehlo.convert" and _is_boolean(operands[0]):
+        return frozenset({0.0, 1.0})
+    if name in _SAME_VALUES:
+        return _rounded(_lookup(operands[0], depth - 1, memo), value)
+    if name == "stablehlo.negate":
+        inner = _lookup(operands[0], depth - 1, memo)
+        return None if inner is None else frozenset(-v for v in inner)
+    if name == "stablehlo.select":
+        branches = [_lookup(v, depth - 1, memo) for v in operands[1:]]
+        return None if None in branches else _bounded(branches[0] | branches[1])
+    combine = _BINARY.get(name)
+    if combine is None:
+        return None
+    a, b = (_lookup(v, depth - 1, memo) for v in operands)
+    if a is None or b is None:
+        return None
+    return _rounded(_bounded(frozenset(combine(x, y) for x in a for y in b)), value)
+
+
+def _constant_values(op: ir.Operation) -> ValueSet | None:
+    try:
+        t = ir.ShapedType(op.results[0].type)
+        if not t.has_static_shape or int(np.prod(t.shape)) > _LARGEST_READ:
+            return None
+        values = np.unique(distinct_values(op.attributes["value"]))
+    except (KeyError, TypeError, ValueError):  # complex, dense_resource, opaque
+        return None
+    return _bounded(frozenset(float(v) for v in values)) if values.size <= _LIMIT else None
+
+
+def _is_boolean(value: ir.Value) -> bool:
+    element = ir.ShapedType(value.type).element_type
+    return isinstance(element, ir.IntegerType) and ir.IntegerType(element).width == 1
+
+
+def _bounded(values: ValueSet) -> ValueSet | None:
+    return values if len(values) <= _LIMIT else None
+
+
+def _rounded(values: ValueSet | None, result: ir.Value) -> ValueSet | None:
+    """``values`` as the result's float type holds them (f32 arithmetic rounds: 1e9 + 1 is
+    1e9); integers and other types as they are."""
+    if values is None:
+        return None
+    element = str(ir.ShapedType(result.type).element_type)
+    dtype = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+             "f64": np.float64}.get(element)
+    if dtype is None:
+        return values
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _bounded(frozenset(float(dtype(v)) for v in values))

@@ -1,0 +1,83 @@
+"""Additive attention masks: ``scores + bias`` where the bias is zeros and a sentinel.
+
+The add's common scale was the larger one, the bias's (2^29 for -1e9, 2^127 for
+``finfo(f32).min``), and f16 data at that scale flushed every score to 0: the softmax over
+the unmasked keys came out uniform where the original's is not (0.49 off, scores at scale
+1). Each form below is how a real model builds the bias. One row is masked entirely: where
+the scores are below the rounding step of the sentinel (64 for -1e9) the original gives a
+uniform row over the least masked keys, which the rewrite must match; above it, the
+original's row is rounding noise, and the rewrite's must only be a finite distribution. So
+too for T5's position bias plus a mask at every scale: its sentinel saturates at the bias's
+scale, 2^-3, and is no longer far below the scores once they are brought to theirs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from scalify_hlo import Policy, ScaledArray, compile_scaled
+
+RNG = np.random.default_rng(0)
+SCORES = RNG.normal(size=(4, 8)).astype(np.float32)
+MASK = RNG.random(size=(4, 8)) > 0.3
+MASK[2] = False  # a row with every key masked
+CAUSAL = np.tril(np.ones((4, 8), bool))
+POSITION_BIAS = (0.1 * RNG.normal(size=(4, 8))).astype(np.float32)
+
+
+def _where_bias(scores: jax.Array, mask: jax.Array) -> jax.Array:
+    return jax.nn.softmax(scores + jnp.where(mask, 0.0, -1e9), -1)
+
+
+def _finfo_min_bias(scores: jax.Array, mask: jax.Array) -> jax.Array:
+    bias = (1.0 - mask.astype(jnp.float32)) * jnp.finfo(jnp.float32).min
+    return jax.nn.softmax(scores + bias, -1)
+
+
+def _causal_and_padding(scores: jax.Array, mask: jax.Array) -> jax.Array:
+    causal = jnp.where(CAUSAL, 0.0, -1e9)  # a constant of the program
+    return jax.nn.softmax(scores + causal + jnp.where(mask, 0.0, -1e9), -1)
+
+
+def _open_keys(fn: Any) -> np.ndarray:
+    return MASK & CAUSAL if fn is _causal_and_padding else MASK
+
+
+def _position_bias_then_mask(scores: jax.Array, mask: jax.Array) -> jax.Array:
+    bias = POSITION_BIAS + jnp.where(mask, 0.0, jnp.finfo(jnp.float32).min)  # T5's
+    return jax.nn.softmax(scores + bias, -1)
+
+
+@pytest.mark.parametrize("data_dtype", ["float32", "float16"])
+@pytest.mark.parametrize("fn", [_where_bias, _finfo_min_bias, _causal_and_padding,
+                                _position_bias_then_mask])
+def test_an_additive_mask_keeps_the_scores_of_the_unmasked_keys(data_dtype: str,
+                                                                fn: Any) -> None:
+    step = compile_scaled(fn, SCORES, MASK, return_scaled=False,
+                          policy=Policy(data_dtype=data_dtype, fp8_dots=False))
+    atol = 1e-6 if data_dtype == "float32" else 3e-3
+    for k in (-8, 0, 8):
+        scale = np.float32(2.0 ** k)
+        got = np.asarray(step(ScaledArray(jnp.asarray(SCORES), scale), MASK))
+        want = np.asarray(jax.jit(fn)(jnp.asarray(SCORES) * scale, MASK))
+        rows = _open_keys(fn).any(-1) if k > 0 or fn is _position_bias_then_mask else ...
+        np.testing.assert_allclose(got[rows], want[rows], rtol=0, atol=atol,
+                                   err_msg=f"scale 2^{k}")
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-3)
+
+
+def test_the_gradient_through_a_masked_softmax_matches() -> None:
+    def grad(scores: jax.Array, mask: jax.Array) -> jax.Array:
+        return jax.grad(lambda s: jnp.sum(_where_bias(s, mask) * SCORES))(scores)
+
+    step = compile_scaled(grad, SCORES, MASK, return_scaled=False,
+                          policy=Policy(fp8_dots=False))
+    want = np.asarray(jax.jit(grad)(SCORES, MASK))
+    np.testing.assert_allclose(np.asarray(step(SCORES, MASK)), want, rtol=0,
+                               atol=3e-3 * np.abs(want).max())
