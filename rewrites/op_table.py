@@ -30,6 +30,7 @@ class Family(Enum):
     WITH_REGION = auto()
     SCATTER = auto()
     SCALE_INVARIANT = auto()
+    REMAINDER = auto()
     MULTIPLY = auto()
     DIVIDE = auto()
     SQUARE = auto()
@@ -124,7 +125,6 @@ RECORDS = (
     _op("stablehlo.reverse", F.SAME_SCALE, KEEPS_RANGE, JOINS_WIDE_CLASS),
     _op("stablehlo.negate", F.SAME_SCALE, HOMOGENEOUS, KEEPS_RANGE, JOINS_WIDE_CLASS, HOISTABLE),
     _op("stablehlo.abs", F.SAME_SCALE, HOMOGENEOUS, KEEPS_RANGE, JOINS_WIDE_CLASS, HOISTABLE),
-    _op("stablehlo.remainder", F.SAME_SCALE, KEEPS_RANGE, HOISTABLE),
     _op("chlo.top_k", F.SAME_SCALE),
     _op("stablehlo.concatenate", F.MERGE, KEEPS_RANGE, JOINS_WIDE_CLASS),
     _op("stablehlo.dynamic_update_slice", F.MERGE, KEEPS_RANGE, JOINS_WIDE_CLASS,
@@ -145,6 +145,7 @@ RECORDS = (
     _op("stablehlo.scatter", F.SCATTER),
     _op("stablehlo.sign", F.SCALE_INVARIANT, HOISTABLE),
     _op("stablehlo.atan2", F.SCALE_INVARIANT, ELEMENTWISE),
+    _op("stablehlo.remainder", F.REMAINDER, KEEPS_RANGE, HOISTABLE),
     _op("stablehlo.multiply", F.MULTIPLY, HOISTABLE),
     _op("stablehlo.divide", F.DIVIDE, HOISTABLE),
     _op("chlo.square", F.SQUARE, ELEMENTWISE),

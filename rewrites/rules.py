@@ -16,6 +16,7 @@ from jax.extend.mlir import ir
 from scalify_hlo.rewrites import collectives
 from scalify_hlo.rewrites import rule_impls as impl
 from scalify_hlo.rewrites.op_table import OPS, Family
+from scalify_hlo.rewrites.rules_remainder import rule_remainder
 from scalify_hlo.rewrites.scope import Scope
 
 
@@ -77,6 +78,10 @@ SCATTER = FamilyRule("scatter", "operands and updates at a common scale when the
                      "overwrites, adds or takes max/min", "common scale", impl.rule_scatter)
 SCALE_INVARIANT = FamilyRule("scale-invariant", "same op at a common scale", "1",
                              impl.rule_scale_invariant)
+REMAINDER = FamilyRule("remainder", "same op at a common scale; operands far apart in f16 "
+                       "data: in f32 at the midpoint of their exponents (exact at any spread)",
+                       "the common scale; far apart: the smaller operand's",
+                       rule_remainder)
 _EXACT_CONSTANT = ("; with a splat constant that 16-bit data rounds (0.99, 0.9, 1/3), in "
                    "f32 on the exact constant, rounded once to the data type (a moving "
                    "average's momentum, SGD's, dropout's 1/keep)")
@@ -137,7 +142,8 @@ FAMILY_RULES: dict[Family, FamilyRule] = {
     Family.SAME_SCALE: SAME_SCALE, Family.MERGE: MERGE, Family.CHOOSE: CHOOSE,
     Family.SELECT: SELECT, Family.ADDITIVE: ADDITIVE, Family.COMPARE: COMPARE,
     Family.WITH_REGION: WITH_REGION, Family.SCATTER: SCATTER,
-    Family.SCALE_INVARIANT: SCALE_INVARIANT, Family.MULTIPLY: MULTIPLY, Family.DIVIDE: DIVIDE,
+    Family.SCALE_INVARIANT: SCALE_INVARIANT, Family.REMAINDER: REMAINDER,
+    Family.MULTIPLY: MULTIPLY, Family.DIVIDE: DIVIDE,
     Family.SQUARE: SQUARE, Family.DOT: DOT, Family.REDUCE: REDUCE,
     Family.SELECT_AND_SCATTER: SELECT_AND_SCATTER, Family.SQRT: SQRT,
     Family.NONLINEAR: NONLINEAR, Family.CONSTANT: CONSTANT, Family.PRODUCER: PRODUCER,

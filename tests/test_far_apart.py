@@ -242,3 +242,30 @@ def test_a_guard_beside_a_static_scale_far_above_it_keeps_its_side_of_zero() -> 
                                  [np.zeros(4, np.float16), np.float32(1.0)])
     want = run_executable(compile_module(STATIC_GUARD), [np.zeros(4, np.float32)])[0]
     np.testing.assert_allclose(np.asarray(data, np.float32) * scale, want, rtol=1e-3)
+
+
+def _remainder_by_one(x: jax.Array) -> jax.Array:
+    return jnp.remainder(x, 1.0)  # lax.rem plus a sign fix: a negative x gives 1 + rem
+
+
+def _fmod_by_three_quarters(x: jax.Array) -> jax.Array:
+    return jnp.fmod(x, 0.75)
+
+
+# remainder at the common (largest) scale flushed the smaller operand in f16 data: x at 2^30
+# divided by a 0 (NaN), and x at 2^-30 was taken as 0 (0 where the original gives x, or
+# 1 + x for a negative x).
+@pytest.mark.parametrize("data_dtype", ["float32", "float16"])
+@pytest.mark.parametrize("fn", [_remainder_by_one, _fmod_by_three_quarters])
+def test_a_remainder_is_exact_at_any_spread(data_dtype: str, fn: Any) -> None:
+    x = np.array([-3.25, -1.5, -0.5, 0.0, 0.25, 0.625, 2.0, 5.5], np.float32)
+    step = compile_scaled(fn, x, return_scaled=False,
+                          policy=Policy(data_dtype=data_dtype, fp8_dots=False))
+    for k in (-30, 0, 30):
+        scale = np.float32(2.0 ** k)
+        got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)))
+        want = np.asarray(jax.jit(fn)(jnp.asarray(x) * scale))
+        # f16: one scale per tensor holds remainder_by_one's 1 + x (x < 0) beside x (x > 0)
+        # at 2^-30 only to 2^-24 of the largest element, as any tensor spanning 2^30
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max(),
+                                   err_msg=f"scale 2^{k}")
