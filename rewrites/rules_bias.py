@@ -8,15 +8,15 @@ flushed to 0: in f16 at the 2^29 of -1e9 (the softmax over the unmasked keys cam
 uniform, scores at scale 1, 0.49 off), in f32 data at the 2^127 of ``finfo(f32).min``
 (XLA flushes f32 subnormals: T5's position bias added to such a mask was lost). Where
 every value of one operand is 0 or a constant of the program (``value_sets``), 0 among
-them, the sum is the other operand exactly where the bias is 0, so it takes the other
+them, or a multiple of a sentinel (HF's ``(1 - mask.astype(f32)) * finfo(f32).min`` of an
+int mask), the sum is the other operand exactly where the bias is 0, so it takes the other
 operand's scale. The bias's constants follow that scale as a select's constant branch does
 (``Scope.common_scale``'s ``constants_follow``): down to where a constant in the data
 type's range still fits (``constant_floor``), and a sentinel beyond that range saturates,
 to half the largest finite value (2^100 in f32-range data), so that the sum with the
-addend stays finite. A masked
-score then stays far below every unmasked one, and a fully masked row is one large negative
-number in every element (a uniform softmax, as in the original for scores below the
-sentinel's rounding step), where inf would give NaN.
+addend stays finite. A masked score then stays far below every unmasked one, and a fully
+masked row is one large negative number in every element (a uniform softmax, as in the
+original for scores below the sentinel's rounding step), where inf would give NaN.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from jax.extend.mlir import ir
 from scalify_hlo.rewrites.emitter import dtype_name
 from scalify_hlo.rewrites.rule_support import bind_results, emit_like, float_operands
 from scalify_hlo.rewrites.scope import Scaled, Scope
-from scalify_hlo.rewrites.value_sets import value_set
+from scalify_hlo.rewrites.value_sets import step, value_set
 from scalify_hlo.scale import LARGEST_FINITE, Scale
 
 _SENTINEL_SHARE = 0.5  # of the data type's largest finite value: room for the addend
@@ -50,9 +50,11 @@ def add_with_mask_bias(scope: Scope, op: ir.Operation) -> bool:
         return False
     biases = [v for v, bias in zip(floats, is_bias, strict=True) if bias and not v.any_scale]
     others = [v for v, bias in zip(floats, is_bias, strict=True) if not bias and not v.any_scale]
-    if not biases or not others or not all(v.scale.is_static for v in biases):
+    if not biases or not others:
         return False
-    scale = _raised(scope, scope.common_scale(others), scope.constant_floor(biases))
+    static = [v for v in biases if v.scale.is_static]  # constants: an int mask's bias is not
+    scale = _raised(scope, scope.common_scale(others),
+                    scope.constant_floor(static) if static else None)
     datas = [_saturated_at(scope, v, scale) if bias else scope.rescale_data(v, scale)
              for v, bias in zip(floats, is_bias, strict=True)]
     bind_results(scope, op, emit_like(scope, op, datas), scale)
@@ -60,11 +62,15 @@ def add_with_mask_bias(scope: Scope, op: ir.Operation) -> bool:
 
 
 def _is_mask_bias(scope: Scope, old: ir.Value) -> bool:
-    """Every element 0 or one of a few constants, both kinds present, none NaN."""
+    """Every element 0 or one of a few constants, both kinds present, none NaN; or every
+    element a multiple of a sentinel (``value_sets.step``: an int mask's bias)."""
     values = value_set(old, scope.state.value_sets)
-    if values is None or 0.0 not in values or any(math.isnan(v) for v in values):
-        return False
-    return any(v != 0.0 for v in values)
+    if values is not None:
+        return 0.0 in values and not any(math.isnan(v) for v in values) and any(
+            v != 0.0 for v in values)
+    multiple_of = step(old, scope.state.value_steps)
+    return multiple_of is not None and not math.isinf(multiple_of) and (
+        multiple_of > _sentinel(scope))
 
 
 def _saturated_at(scope: Scope, bias: Scaled, target: Scale) -> ir.Value:
@@ -77,9 +83,13 @@ def _saturated_at(scope: Scope, bias: Scaled, target: Scale) -> ir.Value:
     # 2^126 is f32's largest normal power of two: a larger ratio saturates anyway.
     factor = (scope.emit.scalar_f32(2.0 ** min(ratio.exp, 126)) if ratio.is_static
               else scope.factor(ratio))
+    return scope.emit.times_factor(bias.data, factor, saturate_at=_sentinel(scope))
+
+
+def _sentinel(scope: Scope) -> float:
+    """Where a bias saturates: beyond it, a value of a mask's bias is a sentinel."""
     largest = LARGEST_FINITE[dtype_name(scope.current_data_dtype())]
-    return scope.emit.times_factor(bias.data, factor,
-                                   saturate_at=min(_SENTINEL_SHARE * largest, _WIDE_SENTINEL))
+    return min(_SENTINEL_SHARE * largest, _WIDE_SENTINEL)
 
 
 def _raised(scope: Scope, scale: Scale, floor: int | None) -> Scale:

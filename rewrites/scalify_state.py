@@ -126,6 +126,7 @@ class ScalifyState:
     compounding: set[ir.Operation] = field(default_factory=set)
     # Values of the original known to take a few constant values (``value_sets``).
     value_sets: dict[ir.Value, frozenset[float] | None] = field(default_factory=dict)
+    value_steps: dict[ir.Value, float | None] = field(default_factory=dict)
 
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""

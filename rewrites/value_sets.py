@@ -6,10 +6,15 @@ mask holds at run time: the predicate only picks among constants. The analysis f
 constants through the ops that only move or convert them, through selects (either branch)
 and through elementwise arithmetic between two such values; a boolean converted to float is
 0 or 1. It is syntactic and conservative: a value it cannot place has no known set.
+
+Where the values are not known, their *step* may be: a float made from integers is an
+integer, so HF's ``(1 - mask.astype(f32)) * finfo(f32).min`` of an int32 mask is a multiple
+of ``finfo(f32).min`` whatever the mask holds: 0 or a sentinel (``step``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import ml_dtypes
@@ -114,3 +119,77 @@ def _rounded(values: ValueSet | None, result: ir.Value) -> ValueSet | None:
         return values
     with np.errstate(over="ignore", invalid="ignore"):
         return _bounded(frozenset(float(dtype(v)) for v in values))
+
+
+def step(value: ir.Value, memo: dict[ir.Value, float | None]) -> float | None:
+    """The largest known q > 0 such that every element of ``value`` is an integer multiple
+    of q (so 0 or at least q in magnitude): 1 for a float made from integers, |c| for a
+    constant c, inf for zeros; None where unknown."""
+    return _step(value, _DEPTH, memo)
+
+
+def _step(value: ir.Value, depth: int, memo: dict[ir.Value, float | None]) -> float | None:
+    if value in memo:
+        return memo[value]
+    memo[value] = None  # a cycle through a loop reads as unknown
+    found = memo[value] = _classify_step(value, depth, memo)
+    return found
+
+
+def _classify_step(value: ir.Value, depth: int,
+                   memo: dict[ir.Value, float | None]) -> float | None:
+    if depth == 0:
+        return None
+    op = defining_op(value)
+    if op is None:
+        carried = invariant_operand(value)
+        return None if carried is None else _step(carried, depth - 1, memo)
+    name, operands = op.name, list(op.operands)
+    if name == "stablehlo.constant":
+        values = _constant_values(op)
+        return None if values is None else _step_of(values)
+    if name == "stablehlo.convert":
+        source = ir.ShapedType(operands[0].type).element_type
+        if isinstance(source, ir.IntegerType):
+            return 1.0
+        return _step(operands[0], depth - 1, memo) if _same_float(source, value) else None
+    if name in _SAME_VALUES or name == "stablehlo.negate":
+        return _step(operands[0], depth - 1, memo)
+    if name == "stablehlo.multiply":
+        a, b = (_step(v, depth - 1, memo) for v in operands)
+        return None if a is None or b is None else a * b
+    if name in _BINARY or name == "stablehlo.select":
+        steps = [_step(v, depth - 1, memo) for v in operands[-2:]]
+        return None if None in steps else _common_step(*steps)
+    return None
+
+
+def _step_of(values: ValueSet) -> float | None:
+    """The largest q of which every value is an integer multiple: its smallest nonzero
+    magnitude when that divides the others, 1 for integers, inf for zeros alone."""
+    nonzero = [abs(v) for v in values if v != 0.0]
+    if not nonzero:
+        return math.inf
+    if any(math.isinf(v) or math.isnan(v) for v in nonzero):
+        return None
+    smallest = min(nonzero)
+    if all((v / smallest).is_integer() for v in nonzero):
+        return smallest
+    return 1.0 if all(v.is_integer() for v in nonzero) else None
+
+
+def _common_step(a: float, b: float) -> float | None:
+    """The step of a sum, difference, max, min or select of multiples of a and of b: the
+    smaller when it divides the larger (inf, zeros, divides everything)."""
+    small, large = min(a, b), max(a, b)
+    if math.isinf(large) or (large / small).is_integer():
+        return small
+    return None
+
+
+def _same_float(source: ir.Type, result: ir.Value) -> bool:
+    """A float-to-float convert that keeps every value (f32 to f32, or to a wider type)."""
+    widths = {"bf16": 16, "f16": 16, "f32": 32, "f64": 64}
+    target = str(ir.ShapedType(result.type).element_type)
+    return str(source) == target or (str(source) in ("f16", "bf16")
+                                     and widths.get(target, 0) >= 32)

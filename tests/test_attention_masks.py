@@ -72,6 +72,25 @@ def test_an_additive_mask_keeps_the_scores_of_the_unmasked_keys(data_dtype: str,
         np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-3)
 
 
+def _int_mask_bias(scores: jax.Array, mask: jax.Array) -> jax.Array:
+    bias = (1.0 - mask.astype(jnp.float32)) * jnp.finfo(jnp.float32).min  # HF's
+    return jax.nn.softmax(scores + bias, -1)
+
+
+# A tokenizer's attention mask is int32: its values are unknown at rewrite time, but a float
+# made from integers times finfo(f32).min is 0 or a sentinel whatever they are.
+@pytest.mark.parametrize("data_dtype", ["float32", "float16"])
+def test_an_int_mask_bias_keeps_the_scores_of_the_unmasked_keys(data_dtype: str) -> None:
+    mask = MASK.astype(np.int32)
+    step = compile_scaled(_int_mask_bias, SCORES, mask, return_scaled=False,
+                          policy=Policy(data_dtype=data_dtype, fp8_dots=False))
+    for k in (-8, 0, 8):
+        scale = np.float32(2.0 ** k)
+        got = np.asarray(step(ScaledArray(jnp.asarray(SCORES), scale), mask))
+        want = np.asarray(jax.jit(_int_mask_bias)(jnp.asarray(SCORES) * scale, mask))
+        np.testing.assert_allclose(got, want, rtol=0, atol=3e-3, err_msg=f"scale 2^{k}")
+
+
 def test_the_gradient_through_a_masked_softmax_matches() -> None:
     def grad(scores: jax.Array, mask: jax.Array) -> jax.Array:
         return jax.grad(lambda s: jnp.sum(_where_bias(s, mask) * SCORES))(scores)

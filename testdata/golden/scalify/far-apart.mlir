@@ -316,3 +316,27 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi1>) -> tensor<4xf3
   %0 = stablehlo.add %arg0, %b : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// HF's bias of an int32 attention mask, (1 - float(mask)) * finfo(f32).min: the mask's
+// values are unknown at rewrite time (its float is measured at run time), but a float made
+// from integers times the sentinel is 0 or a multiple of the sentinel (value_sets.step): the
+// scores keep their scale and the bias saturates at it.
+// CHECK-LABEL: func.func public @main
+// CHECK:         stablehlo.convert %arg2 : (tensor<4xi32>) -> tensor<4xf32>
+// CHECK:         [[B:%.*]] = stablehlo.clamp {{.*}} -> tensor<4xf32>
+// CHECK:         [[H:%.*]] = stablehlo.convert [[B]] : (tensor<4xf32>) -> tensor<4xf16>
+// CHECK:         [[S:%.*]] = stablehlo.add %arg0, [[H]] : tensor<4xf16>
+// CHECK:         return [[S]], %arg1
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.add {{.*}} : tensor<4xf32>
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>) -> tensor<4xf32> {
+  %one = stablehlo.constant dense<1.000000e+00> : tensor<4xf32>
+  %min = stablehlo.constant dense<-3.40282347E+38> : tensor<4xf32>
+  %m = stablehlo.convert %arg1 : (tensor<4xi32>) -> tensor<4xf32>
+  %k = stablehlo.subtract %one, %m : tensor<4xf32>
+  %b = stablehlo.multiply %k, %min : tensor<4xf32>
+  %0 = stablehlo.add %arg0, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
