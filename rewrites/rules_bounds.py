@@ -28,6 +28,7 @@ from scalify_hlo.rewrites.emitter import defining_op, numpy_dtype
 from scalify_hlo.rewrites.program_constants import program_constant, program_splat
 from scalify_hlo.rewrites.rule_support import bind_results, emit_like, operands_at_common_scale
 from scalify_hlo.rewrites.scope import Scaled, Scope
+from scalify_hlo.rewrites.value_signs import is_nonnegative, is_nonpositive
 from scalify_hlo.scale import Scale
 
 _MAX, _MIN, _CLAMP = "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp"
@@ -85,12 +86,16 @@ def _cap(op: ir.Operation | None) -> _Cap | None:
     return None
 
 
-def constant_clamp(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value] | None:
+_Bounds = tuple[ir.Value, ir.Value | None, ir.Value | None]
+
+
+def constant_clamp(op: ir.Operation) -> _Bounds | None:
     """(x, lo, hi) of the original program when ``op`` clamps x between constants: a
     ``clamp`` with constant bounds, ``min(max(x, lo), hi)`` (StableHLO's definition of
     clamp, so any constants), or a cap of either side of a cap of the other (``_cap``:
     ``max(min(x, hi), lo)``, ``jax.nn.hard_tanh``'s ``where(x > hi, hi, where(x < lo, lo,
-    x))``) with splats lo <= hi."""
+    x))``) with splats lo <= hi. A cap of a value whose sign bounds its other side
+    (``min(1, c / norm)`` of a gradient clip: at least 0) is one with that bound None."""
     olds = list(op.operands)
     if op.name == _CLAMP:
         lo, x, hi = olds
@@ -99,6 +104,8 @@ def constant_clamp(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value] | No
         return None
     outer = _cap(op)
     inner = None if outer is None else _cap(defining_op(outer.y))
+    if outer is not None and inner is None:
+        return _signed_cap(outer)
     if outer is None or inner is None or inner.kind == outer.kind:
         return None
     x = inner.y
@@ -113,6 +120,22 @@ def constant_clamp(op: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Value] | No
     return (x, lo, hi) if low is not None and high is not None and low <= high else None
 
 
+def _signed_cap(cap: _Cap) -> _Bounds | None:
+    """``min(y, hi)`` with splat hi > 0 of a y never negative (its result in [0, hi]), or
+    ``max(y, lo)`` with lo < 0 of a y never positive, as (y, lo, hi) with the side that the
+    sign bounds None."""
+    if cap.compared is not None and cap.compared != cap.y:
+        return None
+    bound = program_splat(cap.bound)
+    if bound is None or not bound == bound:  # NaN: no bound
+        return None
+    if cap.kind == _MIN and bound > 0 and is_nonnegative(cap.y):
+        return cap.y, None, cap.bound
+    if cap.kind == _MAX and bound < 0 and is_nonpositive(cap.y):
+        return cap.y, cap.bound, None
+    return None
+
+
 def clamp_at_bounds(scope: Scope, op: ir.Operation) -> bool:
     """``op`` as a clamp at a scale its constant bounds fit (see the module docstring); False
     where it is no clamp between constants, or where the usual rule keeps the bounds (the
@@ -120,9 +143,10 @@ def clamp_at_bounds(scope: Scope, op: ir.Operation) -> bool:
     found = constant_clamp(op)
     if found is None:
         return False
-    x, lo, hi = (scope.scaled(old) for old in found)
-    bounds = [b for b in (lo, hi) if not b.any_scale and b.scale.is_static]
-    if x.any_scale or not bounds or len(bounds) < sum(not b.any_scale for b in (lo, hi)):
+    x, lo, hi = (None if old is None else scope.scaled(old) for old in found)
+    given = [b for b in (lo, hi) if b is not None]
+    bounds = [b for b in given if not b.any_scale and b.scale.is_static]
+    if x.any_scale or not bounds or len(bounds) < sum(not b.any_scale for b in given):
         return False
     headroom = -scope.min_normal_exponent()
     exps = [b.scale.exp for b in bounds]
@@ -145,18 +169,22 @@ def clamp_at_bounds(scope: Scope, op: ir.Operation) -> bool:
     return True
 
 
-def _emit_clamp(scope: Scope, op: ir.Operation, x: Scaled, lo: Scaled, hi: Scaled,
-                scale: Scale) -> None:
+def _emit_clamp(scope: Scope, op: ir.Operation, x: Scaled, lo: Scaled | None,
+                hi: Scaled | None, scale: Scale) -> None:
     """The clamp in f32 at ``scale``, then the data type: x's data is shifted in three normal
     factors (``shifted_exactly``), so a value past a bound is inf or a large number, never
-    NaN, and the clamp makes it the bound."""
+    NaN, and the clamp makes it the bound (a max or min where one side has no bound)."""
     emit, types, i32 = scope.emit, scope.state.types, scope.exponent_type()
     f32 = types.f32
     shift = emit.binary("stablehlo.subtract", scope.exponent(x.scale), scope.exponent(scale),
                         i32)
     wide = shifted_exactly(scope, emit.convert(x.data, f32), shift)
-    low, high = scope.in_type([lo, hi], scale, f32)
-    clamped = emit.op(_CLAMP, [low, wide, high], [wide.type]).result
+    if lo is None or hi is None:
+        bound = scope.in_type([hi or lo], scale, f32)[0]
+        clamped = emit.binary(_MIN if lo is None else _MAX, wide, bound, wide.type)
+    else:
+        low, high = scope.in_type([lo, hi], scale, f32)
+        clamped = emit.op(_CLAMP, [low, wide, high], [wide.type]).result
     scope.set(op.results[0], Scaled(emit.convert(clamped, scope.current_data_dtype()), scale))
 
 

@@ -34,6 +34,11 @@ def is_nonpositive(value: ir.Value) -> bool:
     return bool(_signs(value, _DEPTH, {}) & _NONPOSITIVE)
 
 
+def is_nonnegative(value: ir.Value) -> bool:
+    """Whether every element of ``value`` is >= 0 (or NaN) by construction."""
+    return bool(_signs(value, _DEPTH, {}) & _NONNEGATIVE)
+
+
 def _signs(value: ir.Value, depth: int, memo: dict[ir.Value, int]) -> int:
     """The sign classes ``value`` is known to be in, each value classified once (``memo``):
     a product reads both classes of each operand, which without it is exponential in the

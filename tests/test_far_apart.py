@@ -269,3 +269,28 @@ def test_a_remainder_is_exact_at_any_spread(data_dtype: str, fn: Any) -> None:
         # at 2^-30 only to 2^-24 of the largest element, as any tensor spanning 2^30
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max(),
                                    err_msg=f"scale 2^{k}")
+
+
+def _clip_by_norm(x: jax.Array) -> jax.Array:
+    return x * jnp.minimum(1.0, 1.0 / (jnp.linalg.norm(x) + 1e-6))
+
+
+def _capped_magnitude(x: jax.Array) -> jax.Array:
+    return jnp.minimum(jnp.abs(x), 0.75) * x
+
+
+# min(1, c / norm) of a small gradient: the factor's scale followed 1 / norm (2^20 for x at
+# 2^-30) and its 1 was data 2^-20, subnormal in f16, so x times it kept 4 bits (1.3% off);
+# min(|x|, 0.75) of x at 2^30 flushed the 0.75. The operand is never negative, so each is a
+# clamp to [0, c] at a scale c fits at. The other direction, an operand far below its bound
+# (x at 2^30 for the clip, 2^-30 for the cap), still loses bits: the bound's data must stay
+# below 2^15, which puts the operand's subnormal (constant_floor).
+@pytest.mark.parametrize("fn, scales", [(_clip_by_norm, (-30, 0)), (_capped_magnitude, (0, 30))])
+def test_a_cap_of_a_value_of_known_sign_keeps_its_bits(fn: Any, scales: tuple[int, ...]) -> None:
+    x = np.random.default_rng(0).normal(size=16).astype(np.float32)  # bits to lose
+    step = compile_scaled(fn, x, return_scaled=False, policy=Policy(fp8_dots=False))
+    for k in scales:
+        scale = np.float32(2.0 ** k)
+        got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)))
+        want = np.asarray(jax.jit(fn)(jnp.asarray(x) * scale))
+        np.testing.assert_allclose(got, want, rtol=2e-3, atol=0, err_msg=f"scale 2^{k}")
