@@ -11,10 +11,10 @@ every value of one operand is 0 or a constant of the program (``value_sets``), 0
 them, or a multiple of a sentinel (HF's ``(1 - mask.astype(f32)) * finfo(f32).min`` of an
 int mask), the sum is the other operand exactly where the bias is 0, so it takes the other
 operand's scale. The bias's constants follow that scale as a select's constant branch does
-(``Scope.common_scale``'s ``constants_follow``): down to where a constant in the data
-type's range still fits (``constant_floor``), and a sentinel beyond that range saturates,
-to half the largest finite value (2^100 in f32-range data), so that the sum with the
-addend stays finite. A masked score then stays far below every unmasked one, and a fully
+(``Scope.common_scale``'s ``constants_follow``): down to where a constant below the
+saturation level still fits (``_floor``), and a sentinel beyond it saturates, to half the
+largest finite value (2^100 in f32-range data), so that the sum with the addend stays
+finite. A masked score then stays far below every unmasked one, and a fully
 masked row is one large negative number in every element (a uniform softmax, as in the
 original for scores below the sentinel's rounding step), where inf would give NaN.
 """
@@ -52,9 +52,7 @@ def add_with_mask_bias(scope: Scope, op: ir.Operation) -> bool:
     others = [v for v, bias in zip(floats, is_bias, strict=True) if not bias and not v.any_scale]
     if not biases or not others:
         return False
-    static = [v for v in biases if v.scale.is_static]  # constants: an int mask's bias is not
-    scale = _raised(scope, scope.common_scale(others),
-                    scope.constant_floor(static) if static else None)
+    scale = _raised(scope, scope.common_scale(others), _floor(scope, biases))
     datas = [_saturated_at(scope, v, scale) if bias else scope.rescale_data(v, scale)
              for v, bias in zip(floats, is_bias, strict=True)]
     bind_results(scope, op, emit_like(scope, op, datas), scale)
@@ -92,6 +90,19 @@ def _sentinel(scope: Scope) -> float:
     return min(_SENTINEL_SHARE * largest, _WIDE_SENTINEL)
 
 
+def _floor(scope: Scope, biases: list[Scaled]) -> int | None:
+    """The lowest exponent at which every constant of the biases below the saturation level
+    keeps its value: its data (below 2 at its own scale, ``rule_constant``) stays below
+    ``2^room``, the largest power of two under that level (2^14 in f16, 2^100 in f32-range
+    data, where f32 data at 2^-110 saturated a bias's 1.0 at 2^100, 2^-10 of its value).
+    Constants beyond it are sentinels, which saturate; an int mask's bias (a runtime scale)
+    has no constant to keep."""
+    room = math.floor(math.log2(_sentinel(scope)))
+    floors = [v.scale.exp + 1 - room for v in biases
+              if v.scale.is_static and v.scale.exp <= room]
+    return max(floors) if floors else None
+
+
 def _raised(scope: Scope, scale: Scale, floor: int | None) -> Scale:
     """``scale`` raised to at least ``2^floor`` (unchanged for no floor)."""
     if floor is None:
@@ -100,4 +111,3 @@ def _raised(scope: Scope, scale: Scale, floor: int | None) -> Scale:
         return Scale(max(scale.exp, floor), scale.factors)
     return Scale.dynamic(scope.emit.binary("stablehlo.maximum", scope.exponent(scale),
                                            scope.emit.int_scalar(floor), scope.exponent_type()))
-

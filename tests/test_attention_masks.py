@@ -100,3 +100,24 @@ def test_the_gradient_through_a_masked_softmax_matches() -> None:
     want = np.asarray(jax.jit(grad)(SCORES, MASK))
     np.testing.assert_allclose(np.asarray(step(SCORES, MASK)), want, rtol=0,
                                atol=3e-3 * np.abs(want).max())
+
+
+def _offset_where_masked(scores: jax.Array, mask: jax.Array) -> jax.Array:
+    return scores + jnp.where(mask, 0.0, 1.0)  # zeros and an ordinary constant: no sentinel
+
+
+# The bias follows the scores' scale only down to where its ordinary constants keep their
+# values: f32 data at 2^-110 saturated the 1.0 at 2^100 of that scale (2^-10).
+@pytest.mark.parametrize("data_dtype, scales", [("float32", (-110, 0, 20)),
+                                                ("float16", (-5, 0, 20))])
+def test_a_bias_of_ordinary_constants_keeps_its_values(data_dtype: str,
+                                                       scales: tuple[int, ...]) -> None:
+    step = compile_scaled(_offset_where_masked, SCORES, MASK, return_scaled=False,
+                          policy=Policy(data_dtype=data_dtype, fp8_dots=False))
+    rtol = 1e-6 if data_dtype == "float32" else 2e-3
+    for k in scales:
+        scale = np.float32(2.0 ** k)
+        got = np.asarray(step(ScaledArray(jnp.asarray(SCORES), scale), MASK))
+        want = np.asarray(jax.jit(_offset_where_masked)(jnp.asarray(SCORES) * scale, MASK))
+        atol = 0 if data_dtype == "float32" else rtol * np.abs(want).max()  # f16: x + 1 ~ 0
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"scale 2^{k}")
