@@ -57,12 +57,7 @@ class CommonScale:
         if constants_follow and any(not v.scale.is_static for v in scaled):
             floor = self.constant_floor([v for v in scaled if v.scale.is_static])
             scaled = [v for v in scaled if not v.scale.is_static]
-            common = self.common_scale(scaled, merge=merge)
-            if floor is None:
-                return common
-            i32 = self.exponent_type()
-            return Scale.dynamic(self.emit.binary("stablehlo.maximum", self.exponent(common),
-                                                  self.emit.int_scalar(floor), i32))
+            return self.at_least(self.common_scale(scaled, merge=merge), floor)
         if not scaled:
             return ONE
         first = scaled[0].scale
@@ -227,17 +222,33 @@ class CommonScale:
         original, but finite, so that a row with every key masked is ``-M - (-M) = 0`` in a
         softmax, where -inf gave ``-inf - (-inf) = NaN`` (attention with a padding mask,
         f16 and bf16 data)."""
-        ratio = value.scale.over(target)
         largest = LARGEST_FINITE.get(dtype_name(self.current_data_dtype()))
         if largest is None or largest >= LARGEST_FINITE["f32"]:
             return self.rescale_data(value, target)
+        return self.rescale_saturated(value, target, largest)
+
+    def rescale_saturated(self, value: Scaled, target: Scale, level: float) -> ir.Value:
+        """``value``'s data at ``target`` computed in f32, clamped to ``level`` in magnitude
+        where it passes it (f32 data too)."""
+        ratio = value.scale.over(target)
         if ratio.is_static:
             if ratio.exp <= 0:  # data that shrinks never passes the range
                 return self.rescale_data(value, target)
             # 2^126 is f32's largest normal power of two: a larger ratio saturates anyway.
             factor = self.emit.scalar_f32(2.0 ** min(ratio.exp, 126))
-            return self.emit.times_factor(value.data, factor, saturate_at=largest)
-        return self.emit.times_factor(value.data, self.factor(ratio), saturate_at=largest)
+            return self.emit.times_factor(value.data, factor, saturate_at=level)
+        return self.emit.times_factor(value.data, self.factor(ratio), saturate_at=level)
+
+    def at_least(self, scale: Scale, floor: int | None) -> Scale:
+        """``scale`` raised to at least ``2^floor`` (unchanged for no floor): static where
+        ``scale`` is, else one runtime maximum."""
+        if floor is None:
+            return scale
+        if scale.is_static:
+            return Scale(max(scale.exp, floor), scale.factors)
+        return Scale.dynamic(self.emit.binary("stablehlo.maximum", self.exponent(scale),
+                                              self.emit.int_scalar(floor),
+                                              self.exponent_type()))
 
 
 def _first_choice(values: Sequence[Scaled]) -> Scale:

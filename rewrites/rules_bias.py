@@ -29,7 +29,7 @@ from scalify_hlo.rewrites.emitter import dtype_name
 from scalify_hlo.rewrites.rule_support import bind_results, emit_like, float_operands
 from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.rewrites.value_sets import step, value_set
-from scalify_hlo.scale import LARGEST_FINITE, Scale
+from scalify_hlo.scale import LARGEST_FINITE
 
 _SENTINEL_SHARE = 0.5  # of the data type's largest finite value: room for the addend
 # f32-range data saturates lower, leaving room for a later rescale up (common-scale=first
@@ -52,8 +52,9 @@ def add_with_mask_bias(scope: Scope, op: ir.Operation) -> bool:
     others = [v for v, bias in zip(floats, is_bias, strict=True) if not bias and not v.any_scale]
     if not biases or not others:
         return False
-    scale = _raised(scope, scope.common_scale(others), _floor(scope, biases))
-    datas = [_saturated_at(scope, v, scale) if bias else scope.rescale_data(v, scale)
+    scale = scope.at_least(scope.common_scale(others), _floor(scope, biases))
+    datas = [scope.rescale_saturated(v, scale, _sentinel(scope)) if bias
+             else scope.rescale_data(v, scale)
              for v, bias in zip(floats, is_bias, strict=True)]
     bind_results(scope, op, emit_like(scope, op, datas), scale)
     return True
@@ -69,19 +70,6 @@ def _is_mask_bias(scope: Scope, old: ir.Value) -> bool:
     multiple_of = step(old, scope.state.value_steps)
     return multiple_of is not None and not math.isinf(multiple_of) and (
         multiple_of > _sentinel(scope))
-
-
-def _saturated_at(scope: Scope, bias: Scaled, target: Scale) -> ir.Value:
-    """The bias's data at ``target``, saturated to a share of the data type's largest finite
-    value where it passes it (f32 data too: ``finfo(f32).min`` at scale 1 is inf at the
-    scale 2^-8 of scores)."""
-    ratio = bias.scale.over(target)
-    if ratio.is_static and ratio.exp <= 0:  # data that shrinks never passes the range
-        return scope.rescale_data(bias, target)
-    # 2^126 is f32's largest normal power of two: a larger ratio saturates anyway.
-    factor = (scope.emit.scalar_f32(2.0 ** min(ratio.exp, 126)) if ratio.is_static
-              else scope.factor(ratio))
-    return scope.emit.times_factor(bias.data, factor, saturate_at=_sentinel(scope))
 
 
 def _sentinel(scope: Scope) -> float:
@@ -101,13 +89,3 @@ def _floor(scope: Scope, biases: list[Scaled]) -> int | None:
     floors = [v.scale.exp + 1 - room for v in biases
               if v.scale.is_static and v.scale.exp <= room]
     return max(floors) if floors else None
-
-
-def _raised(scope: Scope, scale: Scale, floor: int | None) -> Scale:
-    """``scale`` raised to at least ``2^floor`` (unchanged for no floor)."""
-    if floor is None:
-        return scale
-    if scale.is_static:
-        return Scale(max(scale.exp, floor), scale.factors)
-    return Scale.dynamic(scope.emit.binary("stablehlo.maximum", scope.exponent(scale),
-                                           scope.emit.int_scalar(floor), scope.exponent_type()))

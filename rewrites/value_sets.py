@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -45,43 +46,52 @@ ValueSet = frozenset[float]
 def value_set(value: ir.Value, memo: dict[ir.Value, ValueSet | None]) -> ValueSet | None:
     """The values every element of ``value`` is one of (at most ``_LIMIT``), None where
     unknown; ``memo`` keeps each value's answer for the rest of a rewrite."""
-    return _lookup(value, _DEPTH, memo)
+    return _walked(value, _DEPTH, memo, _classify)
 
 
-def _lookup(value: ir.Value, depth: int,
-            memo: dict[ir.Value, ValueSet | None]) -> ValueSet | None:
+def _walked(value: ir.Value, depth: int, memo: dict[ir.Value, Any],
+            classify: Callable[[ir.Operation, ir.Value, Callable[[ir.Value], Any]], Any]) -> Any:
+    """What ``classify`` finds for ``value`` (None: unknown), each value classified once:
+    a loop's invariant carry as its operand, ``classify`` given its op and a way to read
+    an operand's answer one level deeper. A cycle through a loop reads as unknown."""
     if value in memo:
         return memo[value]
-    memo[value] = None  # a cycle through a loop reads as unknown
-    found = memo[value] = _classify(value, depth, memo)
+    memo[value] = None
+    found = None
+    if depth > 0:
+        op = defining_op(value)
+
+        def recurse(operand: ir.Value) -> Any:
+            return _walked(operand, depth - 1, memo, classify)
+
+        if op is not None:
+            found = classify(op, value, recurse)
+        else:
+            carried = invariant_operand(value)
+            found = None if carried is None else recurse(carried)
+    memo[value] = found
     return found
 
 
-def _classify(value: ir.Value, depth: int,
-              memo: dict[ir.Value, ValueSet | None]) -> ValueSet | None:
-    if depth == 0:
-        return None
-    op = defining_op(value)
-    if op is None:
-        carried = invariant_operand(value)
-        return None if carried is None else _lookup(carried, depth - 1, memo)
+def _classify(op: ir.Operation, value: ir.Value,
+              recurse: Callable[[ir.Value], ValueSet | None]) -> ValueSet | None:
     name, operands = op.name, list(op.operands)
     if name == "stablehlo.constant":
         return _constant_values(op)
     if name == "stablehlo.convert" and _is_boolean(operands[0]):
         return frozenset({0.0, 1.0})
     if name in _SAME_VALUES:
-        return _rounded(_lookup(operands[0], depth - 1, memo), value)
+        return _rounded(recurse(operands[0]), value)
     if name == "stablehlo.negate":
-        inner = _lookup(operands[0], depth - 1, memo)
+        inner = recurse(operands[0])
         return None if inner is None else frozenset(-v for v in inner)
     if name == "stablehlo.select":
-        branches = [_lookup(v, depth - 1, memo) for v in operands[1:]]
+        branches = [recurse(v) for v in operands[1:]]
         return None if None in branches else _bounded(branches[0] | branches[1])
     combine = _BINARY.get(name)
     if combine is None:
         return None
-    a, b = (_lookup(v, depth - 1, memo) for v in operands)
+    a, b = (recurse(v) for v in operands)
     if a is None or b is None:
         return None
     return _rounded(_bounded(frozenset(combine(x, y) for x in a for y in b)), value)
@@ -125,25 +135,11 @@ def step(value: ir.Value, memo: dict[ir.Value, float | None]) -> float | None:
     """The largest known q > 0 such that every element of ``value`` is an integer multiple
     of q (so 0 or at least q in magnitude): 1 for a float made from integers, |c| for a
     constant c, inf for zeros; None where unknown."""
-    return _step(value, _DEPTH, memo)
+    return _walked(value, _DEPTH, memo, _classify_step)
 
 
-def _step(value: ir.Value, depth: int, memo: dict[ir.Value, float | None]) -> float | None:
-    if value in memo:
-        return memo[value]
-    memo[value] = None  # a cycle through a loop reads as unknown
-    found = memo[value] = _classify_step(value, depth, memo)
-    return found
-
-
-def _classify_step(value: ir.Value, depth: int,
-                   memo: dict[ir.Value, float | None]) -> float | None:
-    if depth == 0:
-        return None
-    op = defining_op(value)
-    if op is None:
-        carried = invariant_operand(value)
-        return None if carried is None else _step(carried, depth - 1, memo)
+def _classify_step(op: ir.Operation, value: ir.Value,
+                   recurse: Callable[[ir.Value], float | None]) -> float | None:
     name, operands = op.name, list(op.operands)
     if name == "stablehlo.constant":
         values = _constant_values(op)
@@ -152,14 +148,14 @@ def _classify_step(value: ir.Value, depth: int,
         source = ir.ShapedType(operands[0].type).element_type
         if isinstance(source, ir.IntegerType):
             return 1.0
-        return _step(operands[0], depth - 1, memo) if _same_float(source, value) else None
+        return recurse(operands[0]) if _same_float(source, value) else None
     if name in _SAME_VALUES or name == "stablehlo.negate":
-        return _step(operands[0], depth - 1, memo)
+        return recurse(operands[0])
     if name == "stablehlo.multiply":
-        a, b = (_step(v, depth - 1, memo) for v in operands)
+        a, b = (recurse(v) for v in operands)
         return None if a is None or b is None else a * b
     if name in _BINARY or name == "stablehlo.select":
-        steps = [_step(v, depth - 1, memo) for v in operands[-2:]]
+        steps = [recurse(v) for v in operands[-2:]]
         return None if None in steps else _common_step(*steps)
     return None
 
