@@ -64,7 +64,31 @@ def read_dense(attr: ir.Attribute) -> np.ndarray:
         scalar = np.array(ir.FloatAttr(dense.get_splat_value()).value, dtype=np.float64)
         return np.full(shaped.shape, scalar.astype(dtype), dtype=dtype)
     array = np.array(dense)
-    if array.dtype == object or array.dtype != dtype:
-        # bfloat16 comes back as raw storage; read through the attribute's buffer instead.
-        array = np.frombuffer(memoryview(dense), dtype=dtype).reshape(shaped.shape)
-    return array.copy()
+    if array.dtype == dtype:
+        return array.copy()
+    try:
+        return np.frombuffer(memoryview(dense), dtype=dtype).reshape(shaped.shape).copy()
+    except BufferError:  # bf16 and the FP8 formats: these bindings export no buffer
+        return _read_printed(str(dense), dtype).reshape(shaped.shape)
+
+
+def _read_printed(text: str, dtype: np.dtype) -> np.ndarray:
+    """The values of a dense attribute from its printed form, for element types the bindings
+    neither convert nor export as a buffer. MLIR prints a large attribute as its storage in
+    hex (``dense<"0x...">``) and a small one as a nested list of decimals with 7 significant
+    digits (exact for these types of at most 16 bits) and NaN or inf as the element's bits
+    in hex, so both forms read back exactly."""
+    printed = text.rpartition(" : ")[0]  # dense<...> : tensor<...>
+    body = printed[printed.index("<") + 1:printed.rindex(">")].strip()
+    if body.startswith('"0x'):
+        return np.frombuffer(bytes.fromhex(body[3:-1]), dtype=dtype).copy()
+    bits_dtype = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    tokens = body.replace("[", " ").replace("]", " ").split(",")
+    values = np.empty(len(tokens), dtype=dtype)
+    for at, token in enumerate(tokens):
+        token = token.strip()
+        if token.lower().startswith("0x"):
+            values[at] = np.array(int(token, 16), dtype=bits_dtype).view(dtype)
+        else:
+            values[at] = float(token)
+    return values
