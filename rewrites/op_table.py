@@ -82,6 +82,11 @@ class Trait(Enum):
                                  "measured elsewhere (value_signs.py, rule_nonlinear)")
     OPERAND_BOUNDED = ("|f(x)| <= max(|x|, 1) (floor, round): its results fit at the larger "
                        "of its operand's static scale and 1 (rule_nonlinear)")
+    VANISHES_AT_ZERO = ("f(0) = 0 and |f(x)| <= 2|x| where its results are not measured (tanh, "
+                        "sine; expm1 of a nonpositive operand): where its operand's scale is "
+                        "below 1 in f16 data, its results are stored a binade above that "
+                        "scale, not at 1, so that small values keep their bits; measured "
+                        "results (tan, sinh) at no smaller scale (rules_small.py)")
     HOISTABLE = ("pure elementwise, no regions or side effects: a scalar instance with "
                  "loop-invariant operands is hoisted out of its loop (loop_scales.py), and "
                  "XLA copies one into its users (scale_epochs.py)")
@@ -105,10 +110,11 @@ def _op(name: str, family: Family | None, *traits: Trait,
 
 F = Family
 (HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY, ZERO_FILL_THROUGH, HOISTABLE,
- ELEMENTWISE, RANGE_BOUNDED, BOUNDED_WHERE_NONPOSITIVE, OPERAND_BOUNDED) = (
+ ELEMENTWISE, RANGE_BOUNDED, BOUNDED_WHERE_NONPOSITIVE, OPERAND_BOUNDED, VANISHES_AT_ZERO) = (
     Trait.HOMOGENEOUS, Trait.SUMS, Trait.KEEPS_RANGE, Trait.JOINS_WIDE_CLASS,
     Trait.LAYOUT_ONLY, Trait.ZERO_FILL_THROUGH, Trait.HOISTABLE, Trait.ELEMENTWISE,
-    Trait.RANGE_BOUNDED, Trait.BOUNDED_WHERE_NONPOSITIVE, Trait.OPERAND_BOUNDED)
+    Trait.RANGE_BOUNDED, Trait.BOUNDED_WHERE_NONPOSITIVE, Trait.OPERAND_BOUNDED,
+    Trait.VANISHES_AT_ZERO)
 
 # Grouped by family, in the order docs/ops.md lists the families.
 RECORDS = (
@@ -169,15 +175,22 @@ RECORDS = (
     *(_op(name, F.NONLINEAR, HOISTABLE) for name in (
         "stablehlo.power", "stablehlo.bitcast_convert")),
     # chlo's special functions and the rest: elementwise, nonlinear, not hoisted.
-    _op("stablehlo.exponential_minus_one", F.NONLINEAR, ELEMENTWISE, BOUNDED_WHERE_NONPOSITIVE),
+    _op("stablehlo.exponential_minus_one", F.NONLINEAR, ELEMENTWISE, BOUNDED_WHERE_NONPOSITIVE,
+        VANISHES_AT_ZERO),
+    # log1p, atanh and erf_inv vanish at 0 too, but grow past 2|x| (near -1, 1 and 1).
     *(_op(name, F.NONLINEAR, ELEMENTWISE, RANGE_BOUNDED) for name in (
-        "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.tanh", "stablehlo.sine",
-        "stablehlo.cosine", "stablehlo.is_finite", "chlo.erf", "chlo.erfc", "chlo.erf_inv",
-        "chlo.asin", "chlo.acos", "chlo.atan", "chlo.asinh", "chlo.acosh", "chlo.atanh")),
+        "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.cosine",
+        "stablehlo.is_finite", "chlo.erfc", "chlo.erf_inv", "chlo.acos", "chlo.acosh",
+        "chlo.atanh")),
+    *(_op(name, F.NONLINEAR, ELEMENTWISE, RANGE_BOUNDED, VANISHES_AT_ZERO) for name in (
+        "stablehlo.tanh", "stablehlo.sine", "chlo.erf", "chlo.asin", "chlo.atan",
+        "chlo.asinh")),
     *(_op(name, F.NONLINEAR, ELEMENTWISE, OPERAND_BOUNDED) for name in (
         "stablehlo.cbrt", "stablehlo.round_nearest_afz", "stablehlo.reduce_precision")),
     *(_op(name, F.NONLINEAR, ELEMENTWISE) for name in (
-        "stablehlo.tan", "chlo.tan", "chlo.lgamma", "chlo.digamma", "chlo.sinh", "chlo.cosh")),
+        "chlo.lgamma", "chlo.digamma", "chlo.cosh")),
+    *(_op(name, F.NONLINEAR, ELEMENTWISE, VANISHES_AT_ZERO) for name in (
+        "stablehlo.tan", "chlo.tan", "chlo.sinh")),
     # Random: nonlinear, no trait.
     *(_op(name, F.NONLINEAR) for name in ("stablehlo.rng", "stablehlo.rng_bit_generator")),
     _op("stablehlo.constant", F.CONSTANT),

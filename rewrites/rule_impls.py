@@ -38,6 +38,7 @@ from scalify_hlo.rewrites.rule_support import (
 from scalify_hlo.rewrites.rules_bias import add_with_mask_bias
 from scalify_hlo.rewrites.rules_control_flow import rule_case, rule_optimization_barrier, rule_while
 from scalify_hlo.rewrites.rules_pick import rule_choose, rule_compare, rule_select
+from scalify_hlo.rewrites.rules_small import small_result_scale
 from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.rewrites.value_signs import is_nonpositive
 from scalify_hlo.scale import (
@@ -57,19 +58,20 @@ __all__ = ["bind_results", "emit_like",
 def rule_nonlinear(scope: Scope, op: ir.Operation) -> None:
     """Run on the unscaled operands, results stored at scale 1 where the data type holds
     them. With f16 data that is where the op's results are bounded (the op table's
-    ``RANGE_BOUNDED``, ``BOUNDED_WHERE_NONPOSITIVE`` with an operand that is never positive);
+    ``RANGE_BOUNDED``, ``BOUNDED_WHERE_NONPOSITIVE`` with an operand that is never positive),
+    or a binade above a smaller operand scale for one that vanishes at 0 (``rules_small``);
     ``OPERAND_BOUNDED`` results (floor, round) take the larger of the operand's static scale
     and 1; any other results have their largest magnitude measured (``encode_in_range``):
     at scale 1, exp(12) and floor(1e5) were inf where the original holds them."""
     if _stored_at_one(scope, op):
-        rule_unscaled(scope, op)
+        rule_unscaled(scope, op, scale=small_result_scale(scope, op) or ONE)
         return
     if has_trait(op.name, Trait.OPERAND_BOUNDED):
         operand = scope.scaled(op.operands[0])
         if operand.scale.is_static:
             rule_unscaled(scope, op, scale=Scale(max(operand.scale.exp, 0)))
             return
-    rule_unscaled(scope, op, measured=True)
+    rule_unscaled(scope, op, scale=small_result_scale(scope, op) or ONE, measured=True)
     scope.state.context.bump("scalify.measured-nonlinear")
 
 

@@ -99,8 +99,9 @@ def same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,
 # ----- families -------------------------------------------------------------------------
 def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None,
                   scale: Scale = ONE, measured: bool = False) -> None:
-    """Run the op on unscaled operands in the original types; re-encode float results at 1
-    (or at the static ``scale``, or at the scale their largest magnitude needs: ``measured``).
+    """Run the op on unscaled operands in the original types; re-encode float results at
+    ``scale`` (1 by default), or at the scale their largest magnitude needs, ``scale`` at
+    the least (``measured``).
 
     Used for nonlinear functions (by design) and for ops without a rule (reported).
     """
@@ -120,7 +121,8 @@ def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None,
         if not is_scalable_type(old.type):
             scope.set(old, new)
         else:
-            scope.set(old, scope.encode_in_range(new) if measured else scope.encode(new, scale))
+            scope.set(old, scope.encode_in_range(new, scale) if measured
+                      else scope.encode(new, scale))
 
 
 def _nested_ops(op: ir.Operation) -> list[ir.Operation]:

@@ -59,10 +59,14 @@ class TypeConverter:
         return self.state.current_dtype or self.state.data_dtype
 
     def encode(self, value: ir.Value, scale: Scale | None = None) -> Scaled:
-        """A value of the original program as data in the data dtype with a static scale."""
+        """A value of the original program as data in the data dtype at ``scale``: static,
+        or a runtime scale whose inverse is an f32 normal (the data is ``value`` times it)."""
         scale = scale or ONE
         data = value
-        if scale.exp != 0:
+        if not scale.is_static:
+            data = self.emit.times_factor(self.emit.convert(value, self.state.types.f32),
+                                          self.factor(ONE.over(scale)))
+        elif scale.exp != 0:
             data = self.emit.scale_tensor_static(self.emit.convert(value, self.state.types.f32),
                                                  -scale.exp)
         return Scaled(self.emit.convert(data, self.current_data_dtype()), scale)
@@ -85,12 +89,13 @@ class TypeConverter:
         return within_target > LARGEST_FINITE.get(dtype_name(self.current_data_dtype()),
                                                   math.inf)
 
-    def encode_in_range(self, value: ir.Value) -> Scaled:
+    def encode_in_range(self, value: ir.Value, floor: Scale = ONE) -> Scaled:
         """A float tensor converted from integers (or f64), or a nonlinear op's result that
         can pass the data type's range (``rule_nonlinear``), as data at the smallest
         power-of-two scale that keeps its largest magnitude below 2^(max exponent) of the data
-        type, measured at run time (the values' range is not known before): scale 1 while
-        it fits, so that small integers stay exact."""
+        type, measured at run time (the values' range is not known before): scale 1 (or
+        ``floor``, a power of two at most 1) while it fits, so that small integers stay
+        exact."""
         emit, types = self.emit, self.state.types
         max_exp = self.max_exponent()
         wide = emit.convert(value, types.f32)
@@ -99,7 +104,8 @@ class TypeConverter:
         # nearest power of two of the largest magnitude, 2^e; 0 reads as 2^-127
         excess = emit.binary("stablehlo.subtract", emit.exponent_of_pow2(emit.pow2_round(
             largest)), emit.int_scalar(max_exp - 1), i32)
-        exponent = emit.binary("stablehlo.maximum", excess, emit.int_scalar(0), i32)
+        lowest = emit.int_scalar(0) if floor == ONE else self.exponent(floor)
+        exponent = emit.binary("stablehlo.maximum", excess, lowest, i32)
         inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", exponent, i32))
         data = emit.convert(emit.times_factor(wide, inverse), self.current_data_dtype())
         self.state.context.bump("scalify.integer-range")
