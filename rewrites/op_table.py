@@ -14,6 +14,7 @@ This module imports nothing from the IR or the passes, so every pass can import 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum, auto
 
@@ -99,13 +100,17 @@ class OpRecord:
     traits: frozenset[Trait]
     # With JOINS_WIDE_CLASS: the operands joined with the result (empty: all of them).
     wide_operands: tuple[int, ...] = ()
+    # With VANISHES_AT_ZERO: |f(+-inf)| where finite (tanh(inf) = 1), 0 where not: a small
+    # result scale must still hold it (an infinite operand's data is inf at any scale; a
+    # finite one's result data is at most its own, |f(x)| <= 2|x|).
+    infinity_limit: float = 0.0
 
 
 def _op(name: str, family: Family | None, *traits: Trait,
-        wide_operands: tuple[int, ...] = ()) -> OpRecord:
+        wide_operands: tuple[int, ...] = (), infinity_limit: float = 0.0) -> OpRecord:
     if Trait.HOISTABLE in traits:  # pure elementwise by definition
         traits += (Trait.ELEMENTWISE,)
-    return OpRecord(name, family, frozenset(traits), wide_operands)
+    return OpRecord(name, family, frozenset(traits), wide_operands, infinity_limit)
 
 
 F = Family
@@ -176,15 +181,16 @@ RECORDS = (
         "stablehlo.power", "stablehlo.bitcast_convert")),
     # chlo's special functions and the rest: elementwise, nonlinear, not hoisted.
     _op("stablehlo.exponential_minus_one", F.NONLINEAR, ELEMENTWISE, BOUNDED_WHERE_NONPOSITIVE,
-        VANISHES_AT_ZERO),
+        VANISHES_AT_ZERO, infinity_limit=1.0),
     # log1p, atanh and erf_inv vanish at 0 too, but grow past 2|x| (near -1, 1 and 1).
     *(_op(name, F.NONLINEAR, ELEMENTWISE, RANGE_BOUNDED) for name in (
         "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.cosine",
         "stablehlo.is_finite", "chlo.erfc", "chlo.erf_inv", "chlo.acos", "chlo.acosh",
         "chlo.atanh")),
-    *(_op(name, F.NONLINEAR, ELEMENTWISE, RANGE_BOUNDED, VANISHES_AT_ZERO) for name in (
-        "stablehlo.tanh", "stablehlo.sine", "chlo.erf", "chlo.asin", "chlo.atan",
-        "chlo.asinh")),
+    *(_op(name, F.NONLINEAR, ELEMENTWISE, RANGE_BOUNDED, VANISHES_AT_ZERO,
+          infinity_limit=limit)
+      for name, limit in (("stablehlo.tanh", 1.0), ("chlo.erf", 1.0), ("chlo.atan", math.pi / 2),
+                          ("stablehlo.sine", 0.0), ("chlo.asin", 0.0), ("chlo.asinh", 0.0))),
     *(_op(name, F.NONLINEAR, ELEMENTWISE, OPERAND_BOUNDED) for name in (
         "stablehlo.cbrt", "stablehlo.round_nearest_afz", "stablehlo.reduce_precision")),
     *(_op(name, F.NONLINEAR, ELEMENTWISE) for name in (
@@ -240,6 +246,11 @@ def has_trait(op_name: str, trait: Trait) -> bool:
 def target_has_trait(target: str, trait: Trait) -> bool:
     """Whether a custom call to ``target`` has ``trait``."""
     return trait in CUSTOM_CALL_TARGETS.get(target, frozenset())
+
+
+def infinity_limit(op_name: str) -> float:
+    """``|f(+-inf)|`` of a ``VANISHES_AT_ZERO`` op where finite, else 0."""
+    return OPS[op_name].infinity_limit
 
 
 def wide_operands(op_name: str) -> tuple[int, ...]:

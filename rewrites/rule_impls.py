@@ -71,7 +71,8 @@ def rule_nonlinear(scope: Scope, op: ir.Operation) -> None:
         if operand.scale.is_static:
             rule_unscaled(scope, op, scale=Scale(max(operand.scale.exp, 0)))
             return
-    rule_unscaled(scope, op, scale=small_result_scale(scope, op) or ONE, measured=True)
+    rule_unscaled(scope, op, scale=small_result_scale(scope, op, measured=True) or ONE,
+                  measured=True)
     scope.state.context.bump("scalify.measured-nonlinear")
 
 

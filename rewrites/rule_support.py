@@ -121,7 +121,7 @@ def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None,
         if not is_scalable_type(old.type):
             scope.set(old, new)
         else:
-            scope.set(old, scope.encode_in_range(new, scale) if measured
+            scope.set(old, scope.encode_in_range(new, scale, finite_only=True) if measured
                       else scope.encode(new, scale))
 
 

@@ -1,4 +1,4 @@
-"""The result scale of a bounded nonlinear op that vanishes linearly at 0.
+"""The result scale of a nonlinear op that vanishes at 0.
 
 A bounded op (tanh, sine, erf, ...) runs on its unscaled operand and stores its results at
 scale 1, which f16 holds for every result. But ``|tanh(x)| <= |x|``: for an operand at
@@ -6,38 +6,46 @@ scale 1, which f16 holds for every result. But ``|tanh(x)| <= |x|``: for an oper
 those of an operand below 2^-25, where the original f32 step keeps them. Such an op
 (``Trait.VANISHES_AT_ZERO``, ``|f(x)| <= 2|x|``) stores its results one binade above its
 operand's scale where that is below 1: the results' data is then at most the operand's in
-magnitude (no overflow) and as precise. An op whose results are measured (tan, sinh, expm1
-of an operand that may be positive: ``encode_in_range``) takes that scale as its floor in
-place of 1: the measurement keeps large results in range. Scales stop at f32's smallest
-normal exponent, below which the op's f32 operand has lost its bits already.
+magnitude and as precise. Not below the scale that holds the op's finite limit at infinity
+(``op_table.infinity_limit``; tanh: 2^-15 holds 1): an infinite operand's data is inf at any
+scale, and tanh(inf) = 1 must stay 1 (sin(inf) is NaN and asinh(inf) inf: no limit). An op
+whose results are measured (tan, sinh, expm1 of an operand that may be positive:
+``encode_in_range``) takes the operand's scale as the floor of the measured one, in place of
+1: the measurement keeps large results in range.
 """
 
 from __future__ import annotations
 
+import math
+
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP
-from scalify_hlo.rewrites.op_table import Trait, has_trait
+from scalify_hlo.rewrites.op_table import Trait, has_trait, infinity_limit
 from scalify_hlo.rewrites.scope import Scope
 from scalify_hlo.scale import Scale
 
 _HEADROOM = 1  # |f(x)| <= 2|x|: one binade above the operand's scale
 
 
-def small_result_scale(scope: Scope, op: ir.Operation) -> Scale | None:
-    """The scale for the results of the bounded nonlinear ``op``: its operand's scale times
-    2, where that is below 1 (a runtime scale: the smaller of the two at run time); None
-    where scale 1 is the only choice (f32-range data, an op that does not vanish at 0, an
-    operand of any scale)."""
+def small_result_scale(scope: Scope, op: ir.Operation, measured: bool = False) -> Scale | None:
+    """The scale for the results of the nonlinear ``op``: its operand's scale times 2 where
+    that is below 1 (a runtime scale: the smaller of the two at run time), and for results
+    not ``measured``, at least the scale that holds its finite limit at infinity; None where
+    scale 1 is the only choice (f32-range data, an op that does not vanish at 0, an operand
+    of any scale)."""
     if scope.is_wide_range() or not has_trait(op.name, Trait.VANISHES_AT_ZERO):
         return None
     operand = scope.scaled(op.operands[0])
     if operand.any_scale:
         return None
+    lowest, limit = MIN_NORMAL_EXP, infinity_limit(op.name)
+    if limit and not measured:  # f(inf)'s data below 2^(max exponent + 1)
+        lowest = math.ceil(math.log2(limit)) - scope.max_exponent()
     if operand.scale.is_static:
-        exp = max(min(operand.scale.exp + _HEADROOM, 0), MIN_NORMAL_EXP)
+        exp = max(min(operand.scale.exp + _HEADROOM, 0), lowest)
         return Scale(exp) if exp else None
     emit = scope.emit
     exponent = emit.binary("stablehlo.add", scope.exponent(operand.scale),
                            emit.int_scalar(_HEADROOM), scope.exponent_type())
-    return Scale.dynamic(emit.clamp_exponent(exponent, MIN_NORMAL_EXP, 0))
+    return Scale.dynamic(emit.clamp_exponent(exponent, lowest, 0))

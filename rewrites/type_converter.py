@@ -89,17 +89,25 @@ class TypeConverter:
         return within_target > LARGEST_FINITE.get(dtype_name(self.current_data_dtype()),
                                                   math.inf)
 
-    def encode_in_range(self, value: ir.Value, floor: Scale = ONE) -> Scaled:
+    def encode_in_range(self, value: ir.Value, floor: Scale = ONE,
+                        finite_only: bool = False) -> Scaled:
         """A float tensor converted from integers (or f64), or a nonlinear op's result that
         can pass the data type's range (``rule_nonlinear``), as data at the smallest
         power-of-two scale that keeps its largest magnitude below 2^(max exponent) of the data
         type, measured at run time (the values' range is not known before): scale 1 (or
         ``floor``, a power of two at most 1) while it fits, so that small integers stay
-        exact."""
+        exact. ``finite_only``: measure the largest finite magnitude (a nonlinear op's
+        results), so that one inf result (exp(inf)) does not flush every other one."""
         emit, types = self.emit, self.state.types
         max_exp = self.max_exponent()
         wide = emit.convert(value, types.f32)
-        largest = emit.reduce_all(emit.unary("stablehlo.abs", wide), "stablehlo.maximum", 0.0)
+        magnitudes = emit.unary("stablehlo.abs", wide)
+        if finite_only:
+            finite = emit.op("stablehlo.is_finite", [wide], [types.with_element_type(
+                wide.type, ir.IntegerType.get_signless(1))]).result
+            magnitudes = emit.op("stablehlo.select", [finite, magnitudes, emit.splat(
+                0.0, magnitudes.type)], [magnitudes.type]).result
+        largest = emit.reduce_all(magnitudes, "stablehlo.maximum", 0.0)
         i32 = types.scalar_i32
         # nearest power of two of the largest magnitude, 2^e; 0 reads as 2^-127
         excess = emit.binary("stablehlo.subtract", emit.exponent_of_pow2(emit.pow2_round(

@@ -20,7 +20,8 @@
 
 // f16 data: unscaled in f32 (the original type), re-encoded to f16. exp(x) of an x that
 // may be positive passes 65504 from x = 11.1 on: its largest magnitude is measured, and
-// the result takes the smallest power-of-two scale, 1 or above, that holds it in f16.
+// the result takes the smallest power-of-two scale, 1 or above, that holds it in f16. The
+// largest *finite* magnitude: one exp(inf) must not flush every other result.
 
 // F16-LABEL: func.func public @main
 // F16-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf16>, tensor<f32>)
@@ -29,7 +30,9 @@
 // F16-NEXT:    [[U:%.*]] = stablehlo.multiply [[W]], [[XSB]] : tensor<4xf32>
 // F16-NEXT:    [[E:%.*]] = stablehlo.exponential [[U]] : tensor<4xf32>
 // F16-NEXT:    [[A:%.*]] = stablehlo.abs [[E]] : tensor<4xf32>
-// F16:         stablehlo.reduce([[A]] {{.*}} applies stablehlo.maximum
+// F16-NEXT:    [[FIN:%.*]] = stablehlo.is_finite [[E]] : (tensor<4xf32>) -> tensor<4xi1>
+// F16:         [[AF:%.*]] = stablehlo.select [[FIN]], [[A]], {{%.*}} : tensor<4xi1>, tensor<4xf32>
+// F16:         stablehlo.reduce([[AF]] {{.*}} applies stablehlo.maximum
 // F16:         [[K:%.*]] = stablehlo.maximum {{%.*}}, {{%.*}} : tensor<i32>
 // F16:         [[EF:%.*]] = stablehlo.multiply [[E]], {{%.*}} : tensor<4xf32>
 // F16-NEXT:    [[EH:%.*]] = stablehlo.convert [[EF]] : (tensor<4xf32>) -> tensor<4xf16>

@@ -6,14 +6,15 @@
 // asin, atan, asinh) stores its f16 results one binade above its operand's scale where
 // that is below 1, not at 1: tanh of x at 2^-20 kept the 4 bits of an f16 subnormal (1.4%
 // off) and flushed x below 2^-25. The results' data is at most the operand's in
-// magnitude. A runtime operand scale gives the runtime scale clamp(e + 1, -126, 0).
+// magnitude. A runtime operand scale gives the runtime scale clamp(e + 1, -15, 0) for tanh:
+// 2^-15 still holds tanh(inf) = 1, whose operand's data is inf at any scale.
 
 // CHECK-LABEL: func.func public @tanh_of_an_argument
 // CHECK-SAME:    ({{%.*}}: tensor<4xf16>, [[XS:%.*]]: tensor<f32>)
 // CHECK:         [[E:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<i32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
 // CHECK-NEXT:    [[E1:%.*]] = stablehlo.add [[E]], [[ONE]] : tensor<i32>
-// CHECK-NEXT:    [[LO:%.*]] = stablehlo.constant dense<-126> : tensor<i32>
+// CHECK-NEXT:    [[LO:%.*]] = stablehlo.constant dense<-15> : tensor<i32>
 // CHECK-NEXT:    [[ZERO:%.*]] = stablehlo.constant dense<0> : tensor<i32>
 // CHECK-NEXT:    [[S:%.*]] = stablehlo.clamp [[LO]], [[E1]], [[ZERO]] : tensor<i32>
 // CHECK:         [[T:%.*]] = stablehlo.tanh {{%.*}} : tensor<4xf32>
