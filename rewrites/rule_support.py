@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type
+from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP, attributes_of, is_scalable_type
 from scalify_hlo.rewrites.regions import clone_region_retyped
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 from scalify_hlo.scale import ONE, Scale
@@ -103,12 +103,17 @@ def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None,
     ``scale`` (1 by default), or at the scale their largest magnitude needs, ``scale`` at
     the least (``measured``).
 
-    Used for nonlinear functions (by design) and for ops without a rule (reported).
+    Used for nonlinear functions (by design) and for ops without a rule (reported). With
+    f16 data the float results of the latter are measured, at any scale: at scale 1 a
+    legacy ``dot`` of values near 4000 overflowed, a product reduce of them too, and a batch
+    norm of values near 2^-24 flushed, where the original holds all three.
     """
     touches_floats = any(scope.is_scaled(v) for v in op.operands) or any(
         is_scalable_type(r.type) for r in op.results)
     if report is not None and touches_floats:
         scope.state.report_fallback(op, report)
+        if not scope.is_wide_range():  # results of any magnitude: measured, at any scale
+            scale, measured = Scale(MIN_NORMAL_EXP), True
     operands = [scope.in_original_type(old) for old in op.operands]
     captures = _captured_values(scope, op)  # computed before the clone, so they dominate it
     clone = op.clone(ip=scope.emit.ip)

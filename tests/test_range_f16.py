@@ -540,3 +540,38 @@ def test_a_bounded_op_that_vanishes_at_zero_keeps_small_values(name: str,
     want = np.asarray(jax.jit(fn)(x), np.float64)
     got = np.asarray(step(x), np.float64)
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * np.max(np.abs(want[3:])))
+
+
+# Ops without a scale rule run unscaled. At scale 1 in f16, a legacy dot of values near 4000
+# overflowed and a batch norm's output for inputs near 2^-24 (epsilon dominates the
+# variance: outputs near 2^-34) flushed; their results are measured now, at any scale.
+_NO_RULE = """
+func.func public @main(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>, %x: tensor<2x3xf32>,
+                       %s: tensor<3xf32>, %o: tensor<3xf32>)
+    -> (tensor<3x5xf32>, tensor<2x3xf32>) {
+  %d = stablehlo.dot %a, %b : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
+  %y, %m, %v = "stablehlo.batch_norm_training"(%x, %s, %o)
+      {epsilon = 1.0e-3 : f32, feature_index = 1 : i64}
+      : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>)
+      -> (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %d, %y : tensor<3x5xf32>, tensor<2x3xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("exponent", [-24, 0, 12])
+def test_an_op_without_a_rule_keeps_its_results_in_range(exponent: int) -> None:
+    rng = np.random.default_rng(5)
+    shapes = [(3, 4), (4, 5), (2, 3), (3,), (3,)]
+    inputs = [(rng.uniform(0.5, 1.0, s) * rng.choice([-1, 1], s) * 2.0 ** exponent)
+              .astype(np.float32) for s in shapes]
+    inputs[3] = np.abs(inputs[3])
+    result = rewrite_module_source(_NO_RULE, "scalify{data-dtype=f16},simplify")
+    assert result.error is None, result.error
+    assert result.context.stats.get("scalify.fallback-ops") == 2
+    signature = entry_signature(_NO_RULE)
+    feed = split_inputs(signature, inputs, data_dtype=np.float16)
+    data = [feed[2 * k].astype(np.float64) * feed[2 * k + 1] for k in range(len(inputs))]
+    reference = run_module(_NO_RULE, [d.astype(np.float32) for d in data])  # f16-rounded
+    got = join_outputs(signature, run_module(result.output.decode(), feed))
+    assert_close_per_tensor(reference, got, rtol=4e-3)
