@@ -121,6 +121,11 @@ class CommonScale:
         """Whether the current data type has f32's exponent range (f32, bf16)."""
         return type(self.current_data_dtype()) in _WIDE_RANGE_CLASSES
 
+    def holds_wide_range(self, old: ir.Value) -> bool:
+        """Whether the original value ``old`` has data with f32's exponent range: an op that
+        computes in f32 (it reads an angle) may still hand on a result in f16."""
+        return type(self.state.dtype_of(old)) in _WIDE_RANGE_CLASSES
+
     def midpoint(self, values: Sequence[Scaled]) -> Scale:
         """The scale halfway (in exponent) between the extreme scales of ``values`` (any-scale
         values ignored): every operand's data moves by at most half their spread, so f32

@@ -88,6 +88,9 @@ class Trait(Enum):
                         "below 1 in f16 data, its results are stored a binade above that "
                         "scale, not at 1, so that small values keep their bits; measured "
                         "results (tan, sinh) at no smaller scale (rules_small.py)")
+    PERIODIC = ("its result follows its operand's absolute error, not its relative one "
+                "(sin(1000 + 0.5)): with f16 data the operand and the elementwise ops it is "
+                "computed from hold f32 data (angle_values.py)")
     HOISTABLE = ("pure elementwise, no regions or side effects: a scalar instance with "
                  "loop-invariant operands is hoisted out of its loop (loop_scales.py), and "
                  "XLA copies one into its users (scale_epochs.py)")
@@ -115,11 +118,12 @@ def _op(name: str, family: Family | None, *traits: Trait,
 
 F = Family
 (HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY, ZERO_FILL_THROUGH, HOISTABLE,
- ELEMENTWISE, RANGE_BOUNDED, BOUNDED_WHERE_NONPOSITIVE, OPERAND_BOUNDED, VANISHES_AT_ZERO) = (
+ ELEMENTWISE, RANGE_BOUNDED, BOUNDED_WHERE_NONPOSITIVE, OPERAND_BOUNDED, VANISHES_AT_ZERO,
+ PERIODIC) = (
     Trait.HOMOGENEOUS, Trait.SUMS, Trait.KEEPS_RANGE, Trait.JOINS_WIDE_CLASS,
     Trait.LAYOUT_ONLY, Trait.ZERO_FILL_THROUGH, Trait.HOISTABLE, Trait.ELEMENTWISE,
     Trait.RANGE_BOUNDED, Trait.BOUNDED_WHERE_NONPOSITIVE, Trait.OPERAND_BOUNDED,
-    Trait.VANISHES_AT_ZERO)
+    Trait.VANISHES_AT_ZERO, Trait.PERIODIC)
 
 # Grouped by family, in the order docs/ops.md lists the families.
 RECORDS = (
@@ -184,19 +188,21 @@ RECORDS = (
         VANISHES_AT_ZERO, infinity_limit=1.0),
     # log1p, atanh and erf_inv vanish at 0 too, but grow past 2|x| (near -1, 1 and 1).
     *(_op(name, F.NONLINEAR, ELEMENTWISE, RANGE_BOUNDED) for name in (
-        "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.cosine",
-        "stablehlo.is_finite", "chlo.erfc", "chlo.erf_inv", "chlo.acos", "chlo.acosh",
-        "chlo.atanh")),
+        "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.is_finite", "chlo.erfc",
+        "chlo.erf_inv", "chlo.acos", "chlo.acosh", "chlo.atanh")),
+    _op("stablehlo.cosine", F.NONLINEAR, ELEMENTWISE, RANGE_BOUNDED, PERIODIC),
     *(_op(name, F.NONLINEAR, ELEMENTWISE, RANGE_BOUNDED, VANISHES_AT_ZERO,
           infinity_limit=limit)
       for name, limit in (("stablehlo.tanh", 1.0), ("chlo.erf", 1.0), ("chlo.atan", math.pi / 2),
-                          ("stablehlo.sine", 0.0), ("chlo.asin", 0.0), ("chlo.asinh", 0.0))),
+                          ("chlo.asin", 0.0), ("chlo.asinh", 0.0))),
+    _op("stablehlo.sine", F.NONLINEAR, ELEMENTWISE, RANGE_BOUNDED, VANISHES_AT_ZERO, PERIODIC),
     *(_op(name, F.NONLINEAR, ELEMENTWISE, OPERAND_BOUNDED) for name in (
         "stablehlo.cbrt", "stablehlo.round_nearest_afz", "stablehlo.reduce_precision")),
     *(_op(name, F.NONLINEAR, ELEMENTWISE) for name in (
         "chlo.lgamma", "chlo.digamma", "chlo.cosh")),
-    *(_op(name, F.NONLINEAR, ELEMENTWISE, VANISHES_AT_ZERO) for name in (
-        "stablehlo.tan", "chlo.tan", "chlo.sinh")),
+    *(_op(name, F.NONLINEAR, ELEMENTWISE, VANISHES_AT_ZERO, PERIODIC) for name in (
+        "stablehlo.tan", "chlo.tan")),
+    _op("chlo.sinh", F.NONLINEAR, ELEMENTWISE, VANISHES_AT_ZERO),
     # Random: nonlinear, no trait.
     *(_op(name, F.NONLINEAR) for name in ("stablehlo.rng", "stablehlo.rng_bit_generator")),
     _op("stablehlo.constant", F.CONSTANT),

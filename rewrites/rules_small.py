@@ -20,10 +20,10 @@ import math
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP
+from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP, dtype_name
 from scalify_hlo.rewrites.op_table import Trait, has_trait, infinity_limit
 from scalify_hlo.rewrites.scope import Scope
-from scalify_hlo.scale import Scale
+from scalify_hlo.scale import EXPONENT_RANGES, Scale
 
 _HEADROOM = 1  # |f(x)| <= 2|x|: one binade above the operand's scale
 
@@ -34,14 +34,15 @@ def small_result_scale(scope: Scope, op: ir.Operation, measured: bool = False) -
     not ``measured``, at least the scale that holds its finite limit at infinity; None where
     scale 1 is the only choice (f32-range data, an op that does not vanish at 0, an operand
     of any scale)."""
-    if scope.is_wide_range() or not has_trait(op.name, Trait.VANISHES_AT_ZERO):
+    if not has_trait(op.name, Trait.VANISHES_AT_ZERO) or scope.holds_wide_range(op.results[0]):
         return None
     operand = scope.scaled(op.operands[0])
     if operand.any_scale:
         return None
     lowest, limit = MIN_NORMAL_EXP, infinity_limit(op.name)
-    if limit and not measured:  # f(inf)'s data below 2^(max exponent + 1)
-        lowest = math.ceil(math.log2(limit)) - scope.max_exponent()
+    if limit and not measured:  # f(inf)'s data below 2^(max exponent + 1) of its data type
+        top = EXPONENT_RANGES.get(dtype_name(scope.state.dtype_of(op.results[0])), (0, 127))[1]
+        lowest = math.ceil(math.log2(limit)) - top
     if operand.scale.is_static:
         exp = max(min(operand.scale.exp + _HEADROOM, 0), lowest)
         return Scale(exp) if exp else None

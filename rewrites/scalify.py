@@ -14,6 +14,7 @@ from scalify_hlo.dtypes import DATA_DTYPE_ALIASES, DATA_DTYPES, EXPONENT_RANGES,
 from scalify_hlo.errors import PipelineError, RewriteError
 from scalify_hlo.names import ORIGINAL_TYPE_ATTR
 from scalify_hlo.rewrites import rule_impls
+from scalify_hlo.rewrites.angle_values import angle_values
 from scalify_hlo.rewrites.boundary_storage import BoundaryStorage
 from scalify_hlo.rewrites.delayed_statistics import MODES as DELAYED_MODES
 from scalify_hlo.rewrites.delayed_statistics import DelayedExponents, resolved_mode
@@ -244,6 +245,11 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         # reads them (jax.random's uniforms before erf_inv or log): see square_values.py.
         state.give_own_dtype(classes.bits, float_type("f32"))
         context.bump("scalify.bit-values", len(classes.bits))
+    if dtype != "f32":
+        angles = angle_values(func, state.types)
+        if angles:  # a periodic op's operand: f16 holds 1000 to 0.5 (angle_values.py)
+            state.give_own_dtype(angles, float_type("f32"))
+            context.bump("scalify.angle-values", len(angles))
     state_squares = (frozenset(_boundary_squares(func, classes.squares))
                      if classes is not None else frozenset())
     if options.update == "f32":

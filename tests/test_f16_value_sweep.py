@@ -39,13 +39,14 @@ KNOWN: dict[str, str] = {
 }
 
 
-def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """f16 data at the binade of x's largest finite magnitude, its scale, and the f32 values
-    the pair holds (the reference runs on these: input rounding is not the rewrite's)."""
+def _split(x: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Data (f16, or f32 for an angle) at the binade of x's largest finite magnitude, its
+    scale, and the f32 values the pair holds (the reference runs on these: input rounding
+    is not the rewrite's)."""
     finite = np.isfinite(x) & (x != 0)
     exponent = int(np.floor(np.log2(np.max(np.abs(x[finite]))))) if finite.any() else 0
     with np.errstate(over="ignore"):
-        data = (x.astype(np.float64) * 2.0 ** -exponent).astype(np.float16)
+        data = (x.astype(np.float64) * 2.0 ** -exponent).astype(dtype)
     return data, np.float32(2.0 ** exponent), (data.astype(np.float64) * 2.0 ** exponent
                                                 ).astype(np.float32)
 
@@ -78,8 +79,9 @@ def test_unscaled_ops_hold_their_values_at_any_scale_in_f16(case: OpCase) -> Non
     if case.setup is not None:
         case.setup()
     results = main_signature(case.mlir)[1]
-    original, scaled = compile_module(case.mlir), compile_module(rewrite_text(case.mlir,
-                                                                              PIPELINE))
+    text = rewrite_text(case.mlir, PIPELINE)
+    original, scaled = compile_module(case.mlir), compile_module(text)
+    arguments = main_signature(text)[0]
     low, high = case.scale_range
     failures = []
     for exponent in EXPONENTS:
@@ -92,7 +94,8 @@ def test_unscaled_ops_hold_their_values_at_any_scale_in_f16(case: OpCase) -> Non
                 feed.append(x)
                 values.append(x)
                 continue
-            data, scale, held = _split(x * np.float32(2.0 ** exponent))
+            data, scale, held = _split(x * np.float32(2.0 ** exponent),
+                                       arguments[len(feed)].dtype)
             feed += [data, scale]
             values.append(held)
         wrong = _worst(run_executable(original, values),
