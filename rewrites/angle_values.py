@@ -8,14 +8,16 @@ off (values near 3) where the original f32 step is exact. So the operand of ever
 ``Trait.PERIODIC`` op, and the values it is computed from through elementwise and layout
 ops (the positions, the frequencies, the exp that makes them), hold f32 data, as the
 original computes them. The walk stops at any other op (a dot, a reduction, a loop): its
-result is an angle, its operands are not.
+result is an angle, its operands are not. An angle a loop carries (a table computed before
+a ``lax.scan`` over layers and read in its body) is one in every place the loop holds it:
+its operand, its block arguments, its body's return and its result, which must agree.
 """
 
 from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named
+from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named, terminator
 from scalify_hlo.rewrites.op_table import Trait, has_trait, ops_with
 
 _PERIODIC = tuple(sorted(ops_with(Trait.PERIODIC)))
@@ -39,6 +41,21 @@ def angle_values(func: ir.Operation, types: Types) -> set[ir.Value]:
             continue
         angles.add(value)
         op = defining_op(value)
-        if op is not None and _walks_through(op.name):
+        if op is None:
+            pending.extend(_carried_with(value))
+        elif _walks_through(op.name):
             pending.extend(op.operands)
     return angles
+
+
+def _carried_with(argument: ir.Value) -> list[ir.Value]:
+    """The values a ``while`` holds in the same place as its block argument ``argument``
+    (none for an argument of any other block: the function's, a reducer's)."""
+    block_argument = ir.BlockArgument(argument)
+    loop = block_argument.owner.owner
+    if loop is None or loop.operation.name != "stablehlo.while":
+        return []
+    loop, index = loop.operation, block_argument.arg_number
+    body = loop.regions[1].blocks[0]
+    return [loop.operands[index], loop.results[index], loop.regions[0].blocks[0].arguments[index],
+            body.arguments[index], terminator(body).operands[index]]
