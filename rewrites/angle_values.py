@@ -19,15 +19,14 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named, terminator
 from scalify_hlo.rewrites.op_table import Trait, has_trait, ops_with
+from scalify_hlo.rewrites.program_constants import loop_slot
 
 _PERIODIC = tuple(sorted(ops_with(Trait.PERIODIC)))
-_PRODUCERS = frozenset({"stablehlo.iota", "stablehlo.constant"})
 
 
 def _walks_through(name: str) -> bool:
     """Whether the angles' cone continues into the operands of an op named ``name``."""
-    return (has_trait(name, Trait.ELEMENTWISE) or has_trait(name, Trait.LAYOUT_ONLY)
-            or name in _PRODUCERS)
+    return has_trait(name, Trait.ELEMENTWISE) or has_trait(name, Trait.LAYOUT_ONLY)
 
 
 def angle_values(func: ir.Operation, types: Types) -> set[ir.Value]:
@@ -51,11 +50,10 @@ def angle_values(func: ir.Operation, types: Types) -> set[ir.Value]:
 def _carried_with(argument: ir.Value) -> list[ir.Value]:
     """The values a ``while`` holds in the same place as its block argument ``argument``
     (none for an argument of any other block: the function's, a reducer's)."""
-    block_argument = ir.BlockArgument(argument)
-    loop = block_argument.owner.owner
-    if loop is None or loop.operation.name != "stablehlo.while":
+    slot = loop_slot(argument)
+    if slot is None:
         return []
-    loop, index = loop.operation, block_argument.arg_number
+    loop, index = slot
     body = loop.regions[1].blocks[0]
     return [loop.operands[index], loop.results[index], loop.regions[0].blocks[0].arguments[index],
             body.arguments[index], terminator(body).operands[index]]

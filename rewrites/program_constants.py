@@ -47,16 +47,24 @@ def program_constant(old: ir.Value) -> ir.Operation | None:
         value = op.operands[0]
 
 
+def loop_slot(argument: ir.Value) -> tuple[ir.Operation, int] | None:
+    """The while whose condition or body has the block argument ``argument``, and its
+    index; None for an argument of any other block."""
+    parent = argument.owner.owner
+    if parent is None or parent.name != "stablehlo.while":
+        return None
+    return parent.operation, ir.BlockArgument(argument).arg_number
+
+
 def invariant_operand(argument: ir.Value) -> ir.Value | None:
     """The loop operand behind a while's block argument when the body returns the argument
     unchanged; None for any other block argument."""
-    block = argument.owner
-    parent = block.owner
-    if parent is None or parent.name != "stablehlo.while":
+    slot = loop_slot(argument)
+    if slot is None:
         return None
-    index = ir.BlockArgument(argument).arg_number
-    body = parent.regions[1].blocks[0]
+    loop, index = slot
+    body = loop.regions[1].blocks[0]
     returned = terminator(body).operands[index]
     if returned != body.arguments[index]:
         return None
-    return parent.operands[index]
+    return loop.operands[index]

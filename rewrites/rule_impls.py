@@ -64,15 +64,14 @@ def rule_nonlinear(scope: Scope, op: ir.Operation) -> None:
     and 1; any other results have their largest magnitude measured (``encode_in_range``):
     at scale 1, exp(12) and floor(1e5) were inf where the original holds them."""
     if _stored_at_one(scope, op):
-        rule_unscaled(scope, op, scale=small_result_scale(scope, op) or ONE)
+        rule_unscaled(scope, op, scale=small_result_scale(scope, op))
         return
     if has_trait(op.name, Trait.OPERAND_BOUNDED):
         operand = scope.scaled(op.operands[0])
         if operand.scale.is_static:
             rule_unscaled(scope, op, scale=Scale(max(operand.scale.exp, 0)))
             return
-    rule_unscaled(scope, op, scale=small_result_scale(scope, op, measured=True) or ONE,
-                  measured=True)
+    rule_unscaled(scope, op, scale=small_result_scale(scope, op, measured=True), measured=True)
     scope.state.context.bump("scalify.measured-nonlinear")
 
 

@@ -20,32 +20,31 @@ import math
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP, dtype_name
+from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP
 from scalify_hlo.rewrites.op_table import Trait, has_trait, infinity_limit
 from scalify_hlo.rewrites.scope import Scope
-from scalify_hlo.scale import EXPONENT_RANGES, Scale
+from scalify_hlo.scale import ONE, Scale
 
 _HEADROOM = 1  # |f(x)| <= 2|x|: one binade above the operand's scale
 
 
-def small_result_scale(scope: Scope, op: ir.Operation, measured: bool = False) -> Scale | None:
+def small_result_scale(scope: Scope, op: ir.Operation, measured: bool = False) -> Scale:
     """The scale for the results of the nonlinear ``op``: its operand's scale times 2 where
     that is below 1 (a runtime scale: the smaller of the two at run time), and for results
-    not ``measured``, at least the scale that holds its finite limit at infinity; None where
-    scale 1 is the only choice (f32-range data, an op that does not vanish at 0, an operand
-    of any scale)."""
+    not ``measured``, at least the scale that holds its finite limit at infinity; 1 where
+    that is the only choice (f32-range data, an op that does not vanish at 0, an operand of
+    any scale)."""
     if not has_trait(op.name, Trait.VANISHES_AT_ZERO) or scope.holds_wide_range(op.results[0]):
-        return None
+        return ONE
     operand = scope.scaled(op.operands[0])
     if operand.any_scale:
-        return None
+        return ONE
     lowest, limit = MIN_NORMAL_EXP, infinity_limit(op.name)
     if limit and not measured:  # f(inf)'s data below 2^(max exponent + 1) of its data type
-        top = EXPONENT_RANGES.get(dtype_name(scope.state.dtype_of(op.results[0])), (0, 127))[1]
-        lowest = math.ceil(math.log2(limit)) - top
+        lowest = math.ceil(math.log2(limit)) - scope.max_exponent(
+            scope.state.dtype_of(op.results[0]))
     if operand.scale.is_static:
-        exp = max(min(operand.scale.exp + _HEADROOM, 0), lowest)
-        return Scale(exp) if exp else None
+        return Scale(max(min(operand.scale.exp + _HEADROOM, 0), lowest))
     emit = scope.emit
     exponent = emit.binary("stablehlo.add", scope.exponent(operand.scale),
                            emit.int_scalar(_HEADROOM), scope.exponent_type())

@@ -75,9 +75,10 @@ class TypeConverter:
         """The smallest normal exponent of the current data type (-14 for f16)."""
         return EXPONENT_RANGES.get(dtype_name(self.current_data_dtype()), (-126, 0))[0]
 
-    def max_exponent(self) -> int:
-        """The largest exponent of the current data type (15 for f16)."""
-        return EXPONENT_RANGES.get(dtype_name(self.current_data_dtype()), (0, 127))[1]
+    def max_exponent(self, dtype: ir.Type | None = None) -> int:
+        """The largest exponent of ``dtype``, by default the current data type (15 for
+        f16)."""
+        return EXPONENT_RANGES.get(dtype_name(dtype or self.current_data_dtype()), (0, 127))[1]
 
     def exceeds_data_range(self, largest: float, target: ir.Type) -> bool:
         """Whether values of the float type ``target`` up to ``largest`` in magnitude can exceed
