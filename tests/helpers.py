@@ -24,6 +24,8 @@ TESTDATA = REPO_ROOT / "testdata"
 GOLDEN = TESTDATA / "golden"
 STEPS = TESTDATA / "steps"  # exported sample steps (testdata/export_steps.py)
 MLP_STEP = STEPS / "mlp_step.mlir"
+# XLA_FLAGS of every test process (tests/conftest.py says why).
+TEST_XLA_FLAGS = "--xla_backend_optimization_level=0"
 
 
 def simulated_devices_flags(count: int) -> str:
@@ -32,7 +34,7 @@ def simulated_devices_flags(count: int) -> str:
     8 device threads beside other tests can miss: the tests give them 10 minutes."""
     return (f"--xla_force_host_platform_device_count={count} "
             "--xla_cpu_collective_call_terminate_timeout_seconds=600 "
-            "--xla_cpu_collective_call_warn_stuck_timeout_seconds=300")
+            "--xla_cpu_collective_call_warn_stuck_timeout_seconds=300 " + TEST_XLA_FLAGS)
 
 
 def import_benchmark(name: str) -> ModuleType:
