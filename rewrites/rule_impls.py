@@ -167,11 +167,12 @@ def _exact_constant_product(scope: Scope, op: ir.Operation) -> bool:
 
 
 def _product(scope: Scope, op: ir.Operation, scale_of: Callable[[Scale, Scale], Scale]) -> None:
-    """multiply/divide: the same op on data, the scales combined by ``scale_of``."""
+    """multiply/divide: the same op on data, the scales combined by ``scale_of``. A factor of
+    only 0, inf and NaN makes a product of only those: any-scale, as the factor is."""
     if not _exact_constant_product(scope, op):
         a, b = (scope.scaled(v) for v in op.operands)
         bind_results(scope, op, emit_like(scope, op, [a.data, b.data]),
-                     scale_of(a.scale, b.scale))
+                     scale_of(a.scale, b.scale), a.any_scale or b.any_scale)
         return
     state, narrow = scope.state, scope.current_data_dtype()
     state.current_dtype = state.types.f32  # scaled() makes the constant again in f32
@@ -181,7 +182,8 @@ def _product(scope: Scope, op: ir.Operation, scale_of: Callable[[Scale, Scale], 
     finally:
         state.current_dtype = narrow
     data = scope.emit.convert(wide, narrow)
-    scope.set(scope.results_of(op)[0][0], Scaled(data, scale_of(a.scale, b.scale)))
+    scope.set(scope.results_of(op)[0][0], Scaled(data, scale_of(a.scale, b.scale),
+                                                 a.any_scale or b.any_scale))
     state.context.bump("scalify.exact-constant-products")
 
 
@@ -194,8 +196,12 @@ def rule_divide(scope: Scope, op: ir.Operation) -> None:
 
 
 def rule_square(scope: Scope, op: ir.Operation) -> None:
+    """The square of a zero (optax's norms square a real leaf's ``imag``, a zero fill) is a
+    zero: any-scale, so that adding it to the squares of tiny values sets no scale (it took
+    their common scale to 1 and flushed them: a global norm of gradients near 2^-70 was 0)."""
     a = scope.scaled(op.operands[0])
-    bind_results(scope, op, emit_like(scope, op, [a.data]), a.scale.times(a.scale))
+    bind_results(scope, op, emit_like(scope, op, [a.data]), a.scale.times(a.scale),
+                 a.any_scale)
 
 
 def _contracting_size(op: ir.Operation) -> int:
