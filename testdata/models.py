@@ -175,6 +175,7 @@ def gpt_step(
     batch: int = 8,
     seed: int = 0,
     compute_dtype: Any = None,
+    clip_norm: float | None = None,
 ) -> Factory:
     """GPT-style decoder trained with optax Adam, sized by the caller.
 
@@ -182,12 +183,16 @@ def gpt_step(
     with int32 ``tokens``/``targets`` of shape ``(batch, context)``. ``compute_dtype``
     (bf16, say) gives the usual mixed-precision step: f32 parameters and Adam state, the
     forward and backward pass on parameters cast to that dtype (every dot in it), an f32 loss.
+    ``clip_norm`` clips the gradients to that global norm first (``optax.clip_by_global_norm``,
+    as most language-model recipes do).
     """
     if d_model % n_heads:
         raise ValueError(f"d_model={d_model} not divisible by n_heads={n_heads}")
     k_params, k_tok = jax.random.split(jax.random.key(seed))
     params = _init_transformer(k_params, n_layers, d_model, vocab, context)
     optimizer = optax.adam(ADAM_LR)
+    if clip_norm is not None:
+        optimizer = optax.chain(optax.clip_by_global_norm(clip_norm), optimizer)
     opt_state = optimizer.init(params)
     # targets are tokens shifted by one, as in next-token language modelling
     seq = jax.random.randint(k_tok, (batch, context + 1), 0, vocab, jnp.int32)
