@@ -1,0 +1,227 @@
+"""Small functions of the patterns real training steps use, for ``benchmarks/pattern_sweep.py``.
+
+Each takes one ``(4, 8)`` f32 array (its values are what the sweep multiplies by a power of
+two) and returns an array; constants are drawn once from a fixed seed. They are what a model's
+step is made of (routing, scans, optimizers, normalizations, masks), not whole models: each is
+small enough to compile in a second, so that all of them run at several value scales and data
+types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+_RNG = np.random.default_rng(1)
+W = (_RNG.normal(size=(8, 8)) * 0.3).astype(np.float32)
+ROUTER = (_RNG.normal(size=(8, 4)) * 0.5).astype(np.float32)
+EXPERTS = (_RNG.normal(size=(4, 8, 8)) * 0.3).astype(np.float32)
+KERNEL = (_RNG.normal(size=(3, 3, 1, 3)) * 0.3).astype(np.float32)
+IDS = _RNG.integers(0, 8, size=(4,)).astype(np.int32)
+
+
+def moe_top2(x: jax.Array) -> jax.Array:
+    """Gradient through top-2 routing, a softmax over the chosen logits, one-hot dispatch."""
+    def loss(z: jax.Array) -> jax.Array:
+        values, chosen = jax.lax.top_k(z @ ROUTER, 2)
+        gates = jax.nn.softmax(values, -1)
+        outputs = jnp.einsum("td,edf->tef", z, EXPERTS)
+        combined = jnp.einsum("tke,tef,tk->tf", jax.nn.one_hot(chosen, 4), outputs, gates)
+        return jnp.sum(combined ** 2)
+    return jax.grad(loss)(x)
+
+
+def online_softmax_scan(x: jax.Array) -> jax.Array:
+    """Flash-attention's running max, sum and rescaled accumulator under ``lax.scan``."""
+    query = x[0]
+
+    def body(carry: tuple, keys: jax.Array) -> tuple:
+        top, total, acc = carry
+        scores = keys @ query
+        new_top = jnp.maximum(top, jnp.max(scores))
+        weights = jnp.exp(scores - new_top)
+        correction = jnp.exp(top - new_top)
+        return (new_top, total * correction + weights.sum(),
+                acc * correction + weights @ keys), None
+
+    (_, total, acc), _ = jax.lax.scan(body, (-jnp.inf, 0.0, jnp.zeros(8)), x.reshape(2, 2, 8))
+    return acc / total
+
+
+def adafactor(x: jax.Array) -> jax.Array:
+    """A factored second moment (row and column means of g^2) and its rsqrt update."""
+    g = jax.grad(lambda z: jnp.sum(jnp.tanh(z @ W) ** 2))(x)
+    rows, columns = jnp.mean(g * g, 1), jnp.mean(g * g, 0)
+    update = g * jax.lax.rsqrt(jnp.outer(rows, columns) / (jnp.mean(rows) + 1e-30) + 1e-30)
+    update = update / jnp.maximum(1.0, jnp.sqrt(jnp.mean(update * update)))
+    return x - 0.01 * update * jnp.sqrt(jnp.mean(x * x))
+
+
+def lion(x: jax.Array) -> jax.Array:
+    """Lion's sign of an interpolated momentum, the step sized by the weights."""
+    g = jax.grad(lambda z: jnp.sum(z ** 2))(x)
+    return x - 1e-3 * jnp.max(jnp.abs(x)) * jnp.sign(0.9 * 0.5 * x[::-1] + 0.1 * g)
+
+
+def grad_accumulation_scan(x: jax.Array) -> jax.Array:
+    """Gradients of two micro-batches summed under ``lax.scan``."""
+    def body(acc: jax.Array, batch: jax.Array) -> tuple:
+        g = jax.grad(lambda w: jnp.sum((batch @ w) ** 2))(W)
+        return acc + g * jnp.max(jnp.abs(x)), None
+
+    total, _ = jax.lax.scan(body, jnp.zeros_like(W), x.reshape(2, 2, 8))
+    return total / 2
+
+
+def cumulative_ssm(x: jax.Array) -> jax.Array:
+    """State-space-style cumulative sums and products of gates."""
+    gates = jax.nn.sigmoid(x / jnp.max(jnp.abs(x)))
+    return jnp.cumsum(x, 1) + jnp.exp(jnp.cumsum(jnp.log(gates), 1)) * jnp.cumprod(gates, 0)
+
+
+def linear_recurrence(x: jax.Array) -> jax.Array:
+    """``h_t = a_t h_(t-1) + b_t`` by ``lax.associative_scan``."""
+    decay = jax.nn.sigmoid(x[:2] / jnp.max(jnp.abs(x))).T
+
+    def combine(left: tuple, right: tuple) -> tuple:
+        return left[0] * right[0], right[0] * left[1] + right[1]
+
+    return jax.lax.associative_scan(combine, (decay, x[2:].T))[1]
+
+
+def depthwise_conv_grad(x: jax.Array) -> jax.Array:
+    """The kernel gradient of a depthwise (grouped) convolution."""
+    image = x.reshape(1, 4, 8, 1) * jnp.ones((1, 1, 1, 3))
+
+    def loss(kernel: jax.Array) -> jax.Array:
+        y = jax.lax.conv_general_dilated(image, kernel, (1, 1), "SAME",
+                                         dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                         feature_group_count=3)
+        return jnp.sum(y ** 2)
+
+    return jax.grad(loss)(KERNEL * jnp.abs(x[0, 0]))
+
+
+def label_smoothing(x: jax.Array) -> jax.Array:
+    """The gradient of a label-smoothed cross-entropy, beside the log-probabilities."""
+    target = 0.9 * jax.nn.one_hot(IDS, 8) + 0.1 / 8
+    g = jax.grad(lambda z: -jnp.mean(jnp.sum(target * jax.nn.log_softmax(z), -1)))(x)
+    return g + jax.nn.log_softmax(x)
+
+
+def top_k_and_sort(x: jax.Array) -> jax.Array:
+    values, _ = jax.lax.top_k(x, 3)
+    return jnp.concatenate([values, jnp.sort(x, -1)[:, :2]], -1)
+
+
+def masked_logsumexp(x: jax.Array) -> jax.Array:
+    mask = jnp.arange(8)[None] <= jnp.arange(4)[:, None] * 2
+    return jax.nn.logsumexp(jnp.where(mask, x, -jnp.inf), -1)
+
+
+def causal_attention_grad(x: jax.Array) -> jax.Array:
+    def loss(z: jax.Array) -> jax.Array:
+        scores = z @ z.T / jnp.sqrt(8.0)
+        weights = jax.nn.softmax(jnp.where(jnp.tril(jnp.ones((4, 4), bool)), scores, -jnp.inf))
+        return jnp.sum((weights @ z) ** 2)
+    return jax.grad(loss)(x)
+
+
+def exact_gelu_grad(x: jax.Array) -> jax.Array:
+    return jax.grad(lambda z: jnp.sum(jax.nn.gelu(z @ W, approximate=False)))(x)
+
+
+def rmsnorm_grad(x: jax.Array) -> jax.Array:
+    def loss(z: jax.Array) -> jax.Array:
+        y = z * jax.lax.rsqrt(jnp.mean(z * z, -1, keepdims=True) + 1e-6)
+        return jnp.sum((y @ W) ** 2)
+    return jax.grad(loss)(x)
+
+
+def kv_cache_loop(x: jax.Array) -> jax.Array:
+    """Rows written one by one into a cache by ``fori_loop`` and ``dynamic_update_slice``."""
+    def body(i: jax.Array, cache: jax.Array) -> jax.Array:
+        return jax.lax.dynamic_update_slice(cache, x[i][None] * 2.0, (i, 0))
+    return jax.lax.fori_loop(0, 4, body, jnp.zeros((4, 8)))
+
+
+def segment_sum(x: jax.Array) -> jax.Array:
+    return jax.ops.segment_sum(x, jnp.array([0, 1, 0, 2]), num_segments=3)
+
+
+def layer_scale(x: jax.Array) -> jax.Array:
+    """A residual branch scaled by a tiny initial factor."""
+    return x + 1e-6 * (x @ W)
+
+
+def cosine_similarity_grad(x: jax.Array) -> jax.Array:
+    def loss(z: jax.Array) -> jax.Array:
+        other = z[::-1]
+        norms = jnp.linalg.norm(z, axis=-1) * jnp.linalg.norm(other, axis=-1)
+        return jnp.sum(jnp.sum(z * other, -1) / (norms + 1e-8))
+    return jax.grad(loss)(x)
+
+
+def global_norm_clip(x: jax.Array) -> jax.Array:
+    """``optax.clip_by_global_norm`` of a two-leaf gradient, and the norm itself."""
+    grads = {"w": x, "b": x[0] * 0.5}
+    clipped, _ = optax.clip_by_global_norm(1.0).update(grads, optax.EmptyState())
+    return clipped["w"] + clipped["b"] + optax.tree.norm(grads)
+
+
+def powers(x: jax.Array) -> jax.Array:
+    return x ** 3 - jnp.abs(x) ** 2.5 + x ** 2
+
+
+def clip_values(x: jax.Array) -> jax.Array:
+    bound = 0.5 * jnp.max(jnp.abs(x))
+    return jnp.clip(x, -bound, bound)
+
+
+def sample_variances(x: jax.Array) -> jax.Array:
+    return jnp.var(x, 0, ddof=1) + jnp.std(x, 1, ddof=1).sum()
+
+
+def warmup_step(x: jax.Array) -> jax.Array:
+    """A learning rate from an integer step count, as warmup schedules make it."""
+    rate = jnp.minimum(jnp.int32(30) / 100, 1.0) * 3e-4
+    return x - rate * jnp.sign(x) * jnp.abs(x)
+
+
+def logaddexp_softplus(x: jax.Array) -> jax.Array:
+    return jnp.logaddexp(x, x[::-1]) + jax.nn.softplus(x)
+
+
+def elu_mish_grad(x: jax.Array) -> jax.Array:
+    return jax.grad(lambda z: jnp.sum(jax.nn.elu(z) + z * jnp.tanh(jax.nn.softplus(z))))(x)
+
+
+def polyak_average(x: jax.Array) -> jax.Array:
+    return 0.995 * jax.lax.stop_gradient(x[::-1]) + 0.005 * x
+
+
+def one_hot_embedding(x: jax.Array) -> jax.Array:
+    return jax.nn.one_hot(IDS, 4) @ x
+
+
+def large_mean(x: jax.Array) -> jax.Array:
+    return jnp.mean(jnp.tile(x, (64, 16)) ** 2) + x
+
+
+def rank_weights(x: jax.Array) -> jax.Array:
+    return x * jnp.argsort(jnp.argsort(x, -1), -1).astype(jnp.float32)
+
+
+PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    f.__name__: f for f in (
+        moe_top2, online_softmax_scan, adafactor, lion, grad_accumulation_scan,
+        cumulative_ssm, linear_recurrence, depthwise_conv_grad, label_smoothing,
+        top_k_and_sort, masked_logsumexp, causal_attention_grad, exact_gelu_grad,
+        rmsnorm_grad, kv_cache_loop, segment_sum, layer_scale, cosine_similarity_grad,
+        global_norm_clip, powers, clip_values, sample_variances, warmup_step,
+        logaddexp_softplus, elu_mish_grad, polyak_average, one_hot_embedding, large_mean,
+        rank_weights)}
