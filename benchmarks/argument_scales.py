@@ -31,6 +31,7 @@ from typing import Any  # noqa: E402
 from common import (  # noqa: E402
     GPT2_SMALL,
     RESULTS,
+    compile_cells,
     cpu_compile,
     environment,
     format_table,
@@ -64,12 +65,8 @@ def measure(name: str, config: dict[str, int]) -> list[dict[str, Any]]:
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
-    def cells(counts: dict[str, Any] | None) -> list[Any]:
-        if counts is None:
-            return ["-", "-", "-"]
-        return [f"{counts['compile_s']:.1f}", counts["instructions"], counts["fusions"]]
-
-    return [[r["step"], r["module"], *cells(r["cpu"]), *cells(r["h100"])] for r in rows]
+    return [[r["step"], r["module"], *compile_cells(r["cpu"]), *compile_cells(r["h100"])]
+            for r in rows]
 
 
 def doc_section(result: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from typing import Any  # noqa: E402
 
 from common import (  # noqa: E402
     RESULTS,
+    compile_cells,
     cpu_compile,
     environment,
     format_table,
@@ -70,13 +71,8 @@ def measure(layers: int, h100: bool) -> list[dict[str, Any]]:
 
 
 def table_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
-    def cells(counts: dict[str, Any] | None) -> list[Any]:
-        if counts is None:
-            return ["-", "-", "-"]
-        return [f"{counts['compile_s']:.1f}", counts["instructions"], counts["fusions"]]
-
-    return [[r["step"], r["optimizer"], r["module"], *cells(r["cpu"]), *cells(r["h100"])]
-            for r in rows]
+    return [[r["step"], r["optimizer"], r["module"], *compile_cells(r["cpu"]),
+             *compile_cells(r["h100"])] for r in rows]
 
 
 def growth(rows: list[dict[str, Any]]) -> list[str]:

@@ -62,9 +62,14 @@ def json_from_child(script: str, flag: str, text: str, args: Sequence[str] = (),
 
 
 def load_models() -> ModuleType:
-    """``testdata/models.py`` by path (testdata/ is not a package, and must not become one
+    """``testdata/models.py`` (see ``load_testdata``)."""
+    return load_testdata("models")
+
+
+def load_testdata(name: str) -> ModuleType:
+    """``testdata/NAME.py`` by path (testdata/ is not a package, and must not become one
     just for the benchmarks)."""
-    spec = importlib.util.spec_from_file_location("models", ROOT / "testdata" / "models.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "testdata" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -122,6 +127,14 @@ def cpu_compile(text: str) -> dict[str, Any]:
     counts = gpu_aot.count_hlo(executable.hlo_modules()[0].to_string(), seconds)
     return {"compile_s": seconds, "instructions": counts.instructions,
             "rank0_instructions": counts.rank0_instructions, "fusions": counts.fusions}
+
+
+def compile_cells(counts: dict[str, Any] | None) -> list[Any]:
+    """Table cells of one compile (``cpu_compile``'s or ``h100_compile``'s): seconds,
+    instructions, fusions; dashes where it was not run."""
+    if counts is None:
+        return ["-", "-", "-"]
+    return [f"{counts['compile_s']:.1f}", counts["instructions"], counts["fusions"]]
 
 
 def h100_compile(text: str) -> dict[str, Any]:

@@ -26,15 +26,13 @@ import os
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 from pathlib import Path  # noqa: E402
-from types import ModuleType  # noqa: E402
 from typing import Any  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from common import RESULTS, ROOT, environment, markdown_table, publish  # noqa: E402
+from common import RESULTS, environment, load_testdata, markdown_table, publish  # noqa: E402
 
 from scalify_hlo import Policy, compile_scaled  # noqa: E402
 
@@ -48,16 +46,6 @@ MODES: dict[str, tuple[Policy, float, Any]] = {
     "f16 + FP8": (Policy(), 0.15, jnp.float16),
     "bf16 + FP8": (Policy(data_dtype="bfloat16"), 0.15, jnp.bfloat16),
 }
-
-
-def load_patterns() -> ModuleType:
-    """``testdata/training_patterns.py`` by path (testdata/ is not a package)."""
-    path = ROOT / "testdata" / "training_patterns.py"
-    spec = importlib.util.spec_from_file_location("training_patterns", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def error(got: Any, reference: np.ndarray) -> tuple[float, bool]:
@@ -143,7 +131,7 @@ def doc_section(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    patterns = load_patterns().PATTERNS
+    patterns = load_testdata("training_patterns").PATTERNS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patterns", nargs="+", choices=sorted(patterns),
                         default=list(patterns))
