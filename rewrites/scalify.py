@@ -26,6 +26,7 @@ from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_func
 from scalify_hlo.rewrites.moment_values import first_moments
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.rules import RULES
+from scalify_hlo.rewrites.scalar_values import computes_in_f32, scalar_values
 from scalify_hlo.rewrites.scope import (
     RESCALE_ATTR,
     RESCALE_DRIFTING_ATTR,
@@ -250,6 +251,11 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         if angles:  # a periodic op's operand: f16 holds 1000 to 0.5 (angle_values.py)
             state.give_own_dtype(angles, float_type("f32"))
             context.bump("scalify.angle-values", len(angles))
+        scalars = scalar_values(func, state.types)
+        if scalars:  # Adam's 1 - 0.999^t is 0 in bf16 (scalar_values.py)
+            state.give_own_dtype(scalars, float_type("f32"),
+                                 lambda op: computes_in_f32(op, state.types))
+            context.bump("scalify.scalar-values", len(scalars))
     state_squares = (frozenset(_boundary_squares(func, classes.squares))
                      if classes is not None else frozenset())
     if options.update == "f32":

@@ -134,10 +134,12 @@ class ScalifyState:
             return self.own_dtypes.get(old, self.data_dtype)
         return self.data_dtype
 
-    def give_own_dtype(self, values: set[ir.Value], dtype: ir.Type) -> None:
+    def give_own_dtype(self, values: set[ir.Value], dtype: ir.Type,
+                       computes_in: Callable[[ir.Operation], bool] | None = None) -> None:
         """Give ``values`` the data type ``dtype`` (wider than the data dtype), and note the
-        ops that touch them; a value or op in two classes (a square of random bits) takes the
-        wider type."""
+        ops that touch them, which compute in it (those ``computes_in`` accepts, where
+        given); a value or op in two classes (a square of random bits) takes the wider
+        type."""
         own, own_ops = self.own_dtypes, self.own_dtype_ops
         for value in values:
             own[value] = _wider(own.get(value), dtype)
@@ -145,7 +147,8 @@ class ScalifyState:
             touching = [] if isinstance(owner, ir.Block) else [owner.operation]
             touching += [use.owner.operation for use in value.uses]
             for op in touching:
-                own_ops[op] = _wider(own_ops.get(op), dtype)
+                if computes_in is None or computes_in(op):
+                    own_ops[op] = _wider(own_ops.get(op), dtype)
         if values:
             self.widest_own_dtype = _wider(self.widest_own_dtype, dtype)
 

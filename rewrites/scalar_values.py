@@ -1,0 +1,57 @@
+"""Which values of the original program are scalars, and so keep f32 data with 16-bit data.
+
+A step's rank-0 floats are its schedules and corrections: Adam's ``1 - 0.999^t``, a warmup's
+``step / 1000``, a loss and the norms it is clipped by. They cost nothing to hold in f32,
+and 16-bit data breaks them: bf16 rounds 0.999 to 1.0, so Adam's second-moment correction
+was ``1 - 1 = 0`` and an update applied outside the gradient's function (optax's ``update``
+jitted on its own, Flax's ``apply_gradients``) came back 0 where the original moves every
+weight by the learning rate; f16 holds 0.999 as 0.99902, 2.3% off the correction. So every
+rank-0 float the step computes, takes or returns holds f32 data, as the original computes
+it, and an op that reads or makes one and makes no float tensor computes in f32
+(``ScalifyState.op_dtype``: a full reduction sums in f32). An op that makes a float tensor
+from one (its broadcast) reads it converted to the data type, so the tensor's kernels stay
+16-bit.
+
+The values are those of the blocks scalify walks: the function's and those of its loops and
+branches, whose block arguments and results must agree with what they carry (all rank-0
+values are in the class, so they do). A reducer's region is not walked: its arguments are
+the reduction's element type.
+"""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.emitter import Types
+
+# Ops whose regions hold values of the program (loop bodies, branches), not a reducer or
+# comparator of elements.
+_CONTROL_FLOW = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if"})
+
+
+def _is_scalar(t: ir.Type, types: Types) -> bool:
+    return types.is_scalable(t) and ir.RankedTensorType(t).rank == 0
+
+
+def computes_in_f32(op: ir.Operation, types: Types) -> bool:
+    """Whether an op that touches a scalar computes in f32: it makes no float tensor and is
+    not a loop or branch (whose values keep their own types: a scan's carries)."""
+    return op.name not in _CONTROL_FLOW and all(
+        not types.is_scalable(value.type) or ir.RankedTensorType(value.type).rank == 0
+        for value in op.results)
+
+
+def scalar_values(func: ir.Operation, types: Types) -> set[ir.Value]:
+    """The rank-0 float values of ``func``: its arguments, the results of its ops, and
+    those of the blocks of its loops and branches (their arguments included)."""
+    found: set[ir.Value] = set()
+    pending = [block for region in func.regions for block in region.blocks]
+    while pending:
+        block = pending.pop()
+        found.update(value for value in block.arguments if _is_scalar(value.type, types))
+        for op in block.operations:
+            op = op.operation
+            found.update(value for value in op.results if _is_scalar(value.type, types))
+            if op.name in _CONTROL_FLOW:
+                pending += [inner for region in op.regions for inner in region.blocks]
+    return found

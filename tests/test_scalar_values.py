@@ -1,0 +1,71 @@
+"""Rank-0 values keep f32 data with 16-bit data (rewrites/scalar_values.py).
+
+An optimizer update jitted apart from the gradient (optax's ``update`` on its own, Flax's
+``apply_gradients``) has no backward pass, so it runs scaled like any other op; bf16 held
+Adam's 0.999 as 1.0, its second-moment correction ``1 - 0.999^t`` was 0, and every update
+came back 0 (or, with weight decay, the decay alone).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from scalify_hlo import Policy, compile_scaled
+
+_RNG = np.random.default_rng(0)
+PARAMS = {"w": jnp.asarray(_RNG.normal(size=(4, 8)) * 0.3, jnp.float32),
+          "b": jnp.asarray(_RNG.normal(size=(8,)) * 0.1, jnp.float32)}
+GRADS = {"w": jnp.asarray(_RNG.normal(size=(4, 8)), jnp.float32),
+         "b": jnp.asarray(_RNG.normal(size=(8,)) * 1e-3, jnp.float32)}
+OPTIMIZERS = {
+    "adam": lambda: optax.adam(1e-3),
+    "adamw": lambda: optax.adamw(1e-3, weight_decay=0.01),
+    "lamb": lambda: optax.lamb(1e-3, weight_decay=0.01),
+    "adam_warmup_cosine": lambda: optax.adam(optax.warmup_cosine_decay_schedule(
+        1e-4, 1e-3, warmup_steps=10, decay_steps=100)),
+}
+# The data type's own rounding of an update near the learning rate, with room.
+POLICIES = {"bf16": (Policy(data_dtype="bfloat16", fp8_dots=False), 3e-2),
+            "f16": (Policy(fp8_dots=False), 5e-3)}
+
+
+def _relative_error(got: dict, want: dict) -> float:
+    return max(float(np.max(np.abs(np.asarray(got[k], np.float64) - np.asarray(want[k]))))
+               / float(np.max(np.abs(np.asarray(want[k])))) for k in want)
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_an_update_jitted_alone_moves_the_weights(name: str, policy: str) -> None:
+    tx = OPTIMIZERS[name]()
+
+    def update(grads: dict, state: optax.OptState, params: dict) -> tuple:
+        updates, state = tx.update(grads, state, params)
+        return optax.apply_updates(params, updates), updates, state
+
+    state = tx.init(PARAMS)
+    chosen, tolerance = POLICIES[policy]
+    step = compile_scaled(update, GRADS, state, PARAMS, policy=chosen, return_scaled=False)
+    want_state, got_state = state, state
+    for _ in range(3):  # the count the corrections read moves on each call
+        _, want, want_state = jax.jit(update)(GRADS, want_state, PARAMS)
+        _, got, got_state = step(GRADS, got_state, PARAMS)
+        assert _relative_error(got, want) < tolerance
+
+
+def test_rank0_values_hold_f32_data() -> None:
+    """The step's scalar argument and result come back as f32 data in bf16 data mode."""
+    def step(lr: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array]:
+        loss = jnp.sum(w * w)
+        return w - lr * w, loss
+
+    lr, w = jnp.float32(1e-3), jnp.ones((4,), jnp.float32)
+    scaled = compile_scaled(step, lr, w, policy=Policy(data_dtype="bfloat16", fp8_dots=False))
+    new_w, loss = scaled(lr, w)
+    assert new_w.data.dtype == jnp.bfloat16
+    assert loss.data.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(loss.data * loss.scale), 4.0, rtol=1e-6)
