@@ -8,6 +8,7 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import defining_op, numpy_dtype
+from scalify_hlo.scale import LARGEST_FINITE
 
 
 def splat_scalar(attr: ir.Attribute) -> float | None:
@@ -92,3 +93,23 @@ def _read_printed(text: str, dtype: np.dtype) -> np.ndarray:
         else:
             values[at] = float(token)
     return values
+
+
+# Below this magnitude no rounding of data reaches f32's largest.
+NEAR_F32_MAX = LARGEST_FINITE["f32"] / 2
+
+
+def finite_data(values: np.ndarray, exp: int, data_type: ir.Type) -> np.ndarray:
+    """``values / 2^exp`` as data of ``data_type``'s element, rounded to nearest, except
+    that a finite value whose rounded data times ``2^exp`` is past f32's largest is rounded
+    toward zero: f32's largest (``jnp.finfo(f32).max``, a common fill value) has 24 mantissa
+    bits, which round up to 2.0 in f16 or bf16 data, and 2.0 * 2^127 is inf."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        divided = values / 2.0 ** exp
+        if not np.any(np.abs(values) >= NEAR_F32_MAX):
+            return divided
+        rounded = np.asarray(divided).astype(numpy_dtype(ir.ShapedType(data_type).element_type))
+        overflows = np.isfinite(values) & (np.abs(rounded.astype(np.float64) * 2.0 ** exp)
+                                           > LARGEST_FINITE["f32"])
+        toward_zero = np.nextafter(rounded, np.zeros_like(rounded))
+    return np.where(overflows, toward_zero, rounded).astype(np.float64)

@@ -16,7 +16,13 @@ from collections.abc import Callable
 import numpy as np
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.constant_values import read_dense, splat_constant_value, splat_scalar
+from scalify_hlo.rewrites.constant_values import (
+    NEAR_F32_MAX,
+    finite_data,
+    read_dense,
+    splat_constant_value,
+    splat_scalar,
+)
 from scalify_hlo.rewrites.emitter import (
     dtype_name,
     element_type,
@@ -42,7 +48,6 @@ from scalify_hlo.rewrites.rules_small import small_result_scale
 from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.rewrites.value_signs import is_nonpositive
 from scalify_hlo.scale import (
-    LARGEST_FINITE,
     ONE,
     Scale,
     pow2_exponent_of_array,
@@ -337,11 +342,8 @@ def rule_constant(scope: Scope, op: ir.Operation) -> None:
     exp = (pow2_exponent_of_array(values, dtype_name(scope.current_data_dtype()))
            if scope.state.unit_shifts else 0)
     any_scale = bool(np.all((values == 0) | ~np.isfinite(values)))
-    data = scope.emit.constant(_finite_data(values, exp, data_type), data_type)
+    data = scope.emit.constant(finite_data(values, exp, data_type), data_type)
     scope.set(result, Scaled(data, Scale(exp), any_scale))
-
-
-_NEAR_F32_MAX = LARGEST_FINITE["f32"] / 2  # below, no rounding of data reaches f32's largest
 
 
 def _set_splat(scope: Scope, result: ir.Value, scalar: float, data_type: ir.Type) -> None:
@@ -349,8 +351,8 @@ def _set_splat(scope: Scope, result: ir.Value, scalar: float, data_type: ir.Type
     exp, any_scale = _split_scalar(scalar, dtype_name(scope.current_data_dtype()))
     exp = exp if scope.state.unit_shifts else 0
     value = scalar / 2.0 ** exp  # in Python: most constants are splats
-    if abs(scalar) >= _NEAR_F32_MAX:
-        value = float(_finite_data(np.float64(scalar), exp, data_type))
+    if abs(scalar) >= NEAR_F32_MAX:
+        value = float(finite_data(np.float64(scalar), exp, data_type))
     scope.set(result, Scaled(scope.emit.splat(value, data_type), Scale(exp), any_scale))
 
 
@@ -362,22 +364,6 @@ def _split_scalar(value: float, data_dtype: str) -> tuple[int, bool]:
     if magnitude == 0 or not math.isfinite(magnitude):
         return 0, True
     return pow2_exponent_of_magnitudes(magnitude, magnitude, data_dtype), False
-
-
-def _finite_data(values: np.ndarray, exp: int, data_type: ir.Type) -> np.ndarray:
-    """``values / 2^exp`` as data of ``data_type``'s element, rounded to nearest, except
-    that a finite value whose rounded data times ``2^exp`` is past f32's largest is rounded
-    toward zero: f32's largest (``jnp.finfo(f32).max``, a common fill value) has 24 mantissa
-    bits, which round up to 2.0 in f16 or bf16 data, and 2.0 * 2^127 is inf."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        divided = values / 2.0 ** exp
-        if not np.any(np.abs(values) >= _NEAR_F32_MAX):
-            return divided
-        rounded = np.asarray(divided).astype(numpy_dtype(ir.ShapedType(data_type).element_type))
-        overflows = np.isfinite(values) & (np.abs(rounded.astype(np.float64) * 2.0 ** exp)
-                                           > LARGEST_FINITE["f32"])
-        toward_zero = np.nextafter(rounded, np.zeros_like(rounded))
-    return np.where(overflows, toward_zero, rounded).astype(np.float64)
 
 
 def rule_producer(scope: Scope, op: ir.Operation) -> None:

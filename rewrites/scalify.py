@@ -239,21 +239,21 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
     classes = (square_dtype_values(func) if wide is not None or dtype != "f32" or encode
                or moments else None)
     if wide is not None:
-        state.give_own_dtype(classes.squares, float_type(wide))
+        state.give_own_dtype(classes.squares, float_type(wide), "square-dtype")
         context.bump("scalify.square-values", len(classes.squares))
     if dtype != "f32" and classes.bits:
         # Floats made from integer bits keep f32's significand up to the nonlinear op that
         # reads them (jax.random's uniforms before erf_inv or log): see square_values.py.
-        state.give_own_dtype(classes.bits, float_type("f32"))
+        state.give_own_dtype(classes.bits, float_type("f32"), "random bits")
         context.bump("scalify.bit-values", len(classes.bits))
     if dtype != "f32":
         angles = angle_values(func, state.types)
         if angles:  # a periodic op's operand: f16 holds 1000 to 0.5 (angle_values.py)
-            state.give_own_dtype(angles, float_type("f32"))
+            state.give_own_dtype(angles, float_type("f32"), "angle")
             context.bump("scalify.angle-values", len(angles))
         scalars = scalar_values(func, state.types)
         if scalars:  # Adam's 1 - 0.999^t is 0 in bf16 (scalar_values.py)
-            state.give_own_dtype(scalars, float_type("f32"),
+            state.give_own_dtype(scalars, float_type("f32"), "rank 0",
                                  lambda op: computes_in_f32(op, state.types))
             context.bump("scalify.scalar-values", len(scalars))
     state_squares = (frozenset(_boundary_squares(func, classes.squares))

@@ -83,6 +83,8 @@ class ScalifyState:
     # The ops that define or use a value of ``own_dtypes``, and the type they compute in (see
     # ``op_dtype``), found once from the values rather than per op from its operands.
     own_dtype_ops: dict[ir.Operation, ir.Type] = field(default_factory=dict)
+    # Why each of those ops computes in its type (the class's name, for ``explain``).
+    own_dtype_reasons: dict[ir.Operation, str] = field(default_factory=dict)
     # The data type of the op being rewritten: its operands are read in it, its results made
     # in it (None outside an op: values keep their own type).
     current_dtype: ir.Type | None = None
@@ -134,13 +136,13 @@ class ScalifyState:
             return self.own_dtypes.get(old, self.data_dtype)
         return self.data_dtype
 
-    def give_own_dtype(self, values: set[ir.Value], dtype: ir.Type,
+    def give_own_dtype(self, values: set[ir.Value], dtype: ir.Type, reason: str,
                        computes_in: Callable[[ir.Operation], bool] | None = None) -> None:
-        """Give ``values`` the data type ``dtype`` (wider than the data dtype), and note the
-        ops that touch them, which compute in it (those ``computes_in`` accepts, where
-        given); a value or op in two classes (a square of random bits) takes the wider
-        type."""
-        own, own_ops = self.own_dtypes, self.own_dtype_ops
+        """Give ``values`` the data type ``dtype`` (wider than the data dtype) for ``reason``
+        (their class), and note the ops that touch them, which compute in it (those
+        ``computes_in`` accepts, where given); a value or op in two classes (a square of
+        random bits) takes the wider type."""
+        own, own_ops, reasons = self.own_dtypes, self.own_dtype_ops, self.own_dtype_reasons
         for value in values:
             own[value] = _wider(own.get(value), dtype)
             owner = value.owner
@@ -149,6 +151,7 @@ class ScalifyState:
             for op in touching:
                 if computes_in is None or computes_in(op):
                     own_ops[op] = _wider(own_ops.get(op), dtype)
+                    reasons.setdefault(op, reason)
         if values:
             self.widest_own_dtype = _wider(self.widest_own_dtype, dtype)
 

@@ -159,8 +159,9 @@ class Walker:
             return
         context, location = state.context, op.location
         if state.current_dtype is not None and state.current_dtype != state.data_dtype:
+            reason = state.own_dtype_reasons.get(op, "square-dtype")
             context.record(op.name, location, "wide",
-                           f"{dtype_name(state.current_dtype)} data (square-dtype)")
+                           f"{dtype_name(state.current_dtype)} data ({reason})")
         dynamic = [value.scale for value in scaled if not value.scale.is_static]
         if dynamic:
             context.record(op.name, location, "runtime", describe_runtime(dynamic[0]))

@@ -29,6 +29,17 @@ func.func public @main(%g: tensor<4xf32>, %nu: tensor<4xf32>) -> tensor<4xf32> {
 }
 """
 
+BIAS_CORRECTION = """\
+func.func public @main(%t: tensor<i32>, %nu: tensor<4xf32>) -> tensor<4xf32> {
+  %b = stablehlo.constant dense<0.999> : tensor<f32>
+  %0 = stablehlo.convert %t : (tensor<i32>) -> tensor<f32>
+  %1 = stablehlo.power %b, %0 : tensor<f32>
+  %2 = stablehlo.broadcast_in_dim %1, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %3 = stablehlo.multiply %nu, %2 : tensor<4xf32>
+  return %3 : tensor<4xf32>
+}
+"""
+
 
 def explain(*args: str) -> str:
     """``scalify-hlo explain ARGS`` in process; its stdout (it must succeed)."""
@@ -114,7 +125,8 @@ def test_text_output_has_both_tables() -> None:
     text = explain(str(MLP_STEP))
     family_table, line_table = text.split("\n\n")
     assert family_table.splitlines()[1].split() == ["family", "ops", "static", "runtime",
-                                                    "update", "rescale", "fp8", "not-fp8"]
+                                                    "update", "rescale", "fp8", "not-fp8",
+                                                    "wide"]
     assert any(line.split()[:1] == ["dot"] for line in family_table.splitlines())
     assert "total" in family_table
     forward = next(line for line in line_table.splitlines()
@@ -145,6 +157,18 @@ def test_square_kept_wide_is_listed(tmp_path: Path) -> None:
     wide = {r["op"]: r["detail"] for r in data["records"] if r["kind"] == "wide"}
     assert wide == {"stablehlo.multiply": "f32 data (square-dtype)",
                     "stablehlo.add": "f32 data (square-dtype)"}
+
+
+def test_rank0_values_kept_wide_are_listed(tmp_path: Path) -> None:
+    """bf16 data keeps rank-0 values in f32 (scalar_values.py); the broadcast is bf16."""
+    module = tmp_path / "bias_correction.mlir"
+    module.write_text(BIAS_CORRECTION)
+    data = json.loads(explain(str(module), "--pipeline", "scalify{data-dtype=bf16}",
+                              "--format", "json"))
+    wide = {r["op"]: r["detail"] for r in data["records"] if r["kind"] == "wide"}
+    assert wide == {"stablehlo.constant": "f32 data (rank 0)",
+                    "stablehlo.convert": "f32 data (rank 0)",
+                    "stablehlo.power": "f32 data (rank 0)"}
 
 
 def test_fp8_pipeline_without_scalify_counts_dots(tmp_path: Path) -> None:
