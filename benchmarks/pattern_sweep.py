@@ -12,7 +12,7 @@ magnitude, is within the data type's tolerance: 1e-5 for f32, 1e-2 for f16, 4e-2
 cast to that type, where that is larger (closed-over f32 constants promote it back to f32,
 so that allowance is a lower bound of the type's own loss).
 
-    python benchmarks/pattern_sweep.py              # every pattern, about 10 minutes
+    python benchmarks/pattern_sweep.py              # every pattern, about 15 minutes
     python benchmarks/pattern_sweep.py --patterns lion moe_top2 --no-doc
 
 Results: ``docs/results/pattern_sweep.json`` and the "Training patterns" section of

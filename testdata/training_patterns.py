@@ -22,6 +22,8 @@ ROUTER = (_RNG.normal(size=(8, 4)) * 0.5).astype(np.float32)
 EXPERTS = (_RNG.normal(size=(4, 8, 8)) * 0.3).astype(np.float32)
 KERNEL = (_RNG.normal(size=(3, 3, 1, 3)) * 0.3).astype(np.float32)
 IDS = _RNG.integers(0, 8, size=(4,)).astype(np.int32)
+W2 = (_RNG.normal(size=(8, 8)) * 0.3).astype(np.float32)
+UNIFORM = _RNG.uniform(0.01, 0.99, size=(4, 8)).astype(np.float32)
 
 
 def moe_top2(x: jax.Array) -> jax.Array:
@@ -216,6 +218,135 @@ def rank_weights(x: jax.Array) -> jax.Array:
     return x * jnp.argsort(jnp.argsort(x, -1), -1).astype(jnp.float32)
 
 
+def lamb_update(x: jax.Array) -> jax.Array:
+    """``optax.lamb``'s first update of a gradient, jitted apart from any backward pass (its
+    bias corrections ``1 - 0.999^t`` were 0 in bf16 data)."""
+    tx = optax.lamb(1e-3, weight_decay=0.01)
+    params = {"w": jnp.asarray(W[:4]), "b": jnp.asarray(W[4])}
+    updates, _ = tx.update({"w": x, "b": x[0]}, tx.init(params), params)
+    return updates["w"] + updates["b"]
+
+
+def adam_scan(x: jax.Array) -> jax.Array:
+    """Adam's bias-corrected ratio over four gradients under ``lax.scan``."""
+    def step(carry: tuple, g: jax.Array) -> tuple:
+        m, v, t = carry
+        t = t + 1
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        corrected = (m / (1 - 0.9 ** t.astype(jnp.float32))) / (
+            jnp.sqrt(v / (1 - 0.999 ** t.astype(jnp.float32))) + 1e-8)
+        return (m, v, t), corrected
+
+    _, updates = jax.lax.scan(step, (jnp.zeros(8), jnp.zeros(8), jnp.int32(0)), x)
+    return updates
+
+
+def fake_quant_ste(x: jax.Array) -> jax.Array:
+    """Int8 fake quantization with a straight-through gradient, and the integer codes."""
+    def quantize(z: jax.Array) -> jax.Array:
+        step = jnp.max(jnp.abs(z)) / 127.0
+        return z + jax.lax.stop_gradient(jnp.round(z / step) * step - z)
+    codes = jnp.round(x / (jnp.max(jnp.abs(x)) / 127.0))
+    return jax.grad(lambda z: jnp.sum((quantize(z) @ W) ** 2))(x) + codes
+
+
+def contrastive_loss_grad(x: jax.Array) -> jax.Array:
+    """CLIP's symmetric cross-entropy of normalized embeddings at a learned temperature."""
+    def loss(z: jax.Array, log_scale: jax.Array) -> jax.Array:
+        a = z / jnp.linalg.norm(z, axis=-1, keepdims=True)
+        b = (z @ W) / jnp.linalg.norm(z @ W, axis=-1, keepdims=True)
+        logits, labels = jnp.exp(log_scale) * a @ b.T, jnp.arange(4)
+        return (optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+                + optax.softmax_cross_entropy_with_integer_labels(logits.T, labels).mean())
+    g, g_scale = jax.grad(loss, (0, 1))(x, jnp.float32(np.log(1 / 0.07)))
+    return g + g_scale
+
+
+def spectral_norm(x: jax.Array) -> jax.Array:
+    """The weight over its largest singular value from power iteration (``fori_loop``)."""
+    def body(_: jax.Array, v: jax.Array) -> jax.Array:
+        u = x @ v
+        v = x.T @ (u / jnp.linalg.norm(u))
+        return v / jnp.linalg.norm(v)
+    v = jax.lax.fori_loop(0, 6, body, jnp.ones(8) / np.sqrt(8))
+    return x / jnp.linalg.norm(x @ v)
+
+
+def newton_sqrt_while(x: jax.Array) -> jax.Array:
+    """A norm by Newton's iteration until it converges: a data-dependent trip count."""
+    target = jnp.sum(x * x) + 1e-30
+
+    def unconverged(carry: tuple) -> jax.Array:
+        y, i = carry
+        return (jnp.abs(y * y - target) > 1e-6 * target) & (i < 60)
+
+    def newton(carry: tuple) -> tuple:
+        y, i = carry
+        return 0.5 * (y + target / y), i + 1
+
+    root, _ = jax.lax.while_loop(unconverged, newton, (jnp.max(jnp.abs(x)), 0))
+    return x / root
+
+
+def skip_nonfinite_cond(x: jax.Array) -> jax.Array:
+    """A step taken only where the gradient is finite (``lax.cond``, as loss scaling does)."""
+    g = jax.grad(lambda z: jnp.sum(jnp.tanh(z @ W)))(x)
+    return jax.lax.cond(jnp.all(jnp.isfinite(g)), lambda: x - 0.1 * g, lambda: x)
+
+
+def per_example_clip(x: jax.Array) -> jax.Array:
+    """DP-SGD: per-example gradients (``vmap`` of ``grad``), each clipped, averaged."""
+    grads = jax.vmap(jax.grad(lambda row: jnp.sum(jnp.tanh(row @ W) ** 2)))(x)
+    norms = jnp.linalg.norm(grads, axis=-1, keepdims=True)
+    return jnp.mean(grads / jnp.maximum(1.0, norms / 0.5), 0)
+
+
+def sharpness_aware_grad(x: jax.Array) -> jax.Array:
+    """SAM: the gradient at the weights moved along the normalized gradient."""
+    grad = jax.grad(lambda z: jnp.sum(jnp.tanh(z @ W) ** 2))
+    g = grad(x)
+    return grad(x + 0.05 * g / (jnp.linalg.norm(g) + 1e-12))
+
+
+def entropy_grad(x: jax.Array) -> jax.Array:
+    """A softmax's entropy by ``xlogy`` (0 log 0 = 0), and its gradient."""
+    def entropy(z: jax.Array) -> jax.Array:
+        p = jax.nn.softmax(z, -1)
+        return -jnp.sum(jax.scipy.special.xlogy(p, p), -1)
+    return entropy(x) + jax.grad(lambda z: jnp.sum(entropy(z)))(x).sum(-1)
+
+
+def swiglu_grad(x: jax.Array) -> jax.Array:
+    return jax.grad(lambda z: jnp.sum(((jax.nn.silu(z @ W) * (z @ W2)) @ W.T) ** 2))(x)
+
+
+def cumulative_logsumexp(x: jax.Array) -> jax.Array:
+    return jax.lax.cumlogsumexp(x, axis=1)
+
+
+def weight_norm_grad(x: jax.Array) -> jax.Array:
+    """Weight normalization, ``g * v / ||v||``, and the gradient through it."""
+    gain = jnp.linspace(0.5, 1.5, 8)
+
+    def normalized(v: jax.Array) -> jax.Array:
+        return gain * v / jnp.linalg.norm(v, axis=0, keepdims=True)
+    return normalized(x) + jax.grad(lambda v: jnp.sum(jnp.tanh(normalized(v) @ W)))(x)
+
+
+def gumbel_softmax(x: jax.Array) -> jax.Array:
+    """Logits plus Gumbel noise from fixed uniforms, at temperature 0.5."""
+    return jax.nn.softmax((x - jnp.log(-jnp.log(UNIFORM))) / 0.5, -1)
+
+
+def safe_distance_grad(x: jax.Array) -> jax.Array:
+    """Pairwise distances with the double ``where`` that keeps sqrt's gradient at 0 finite."""
+    def loss(z: jax.Array) -> jax.Array:
+        squared = jnp.sum((z[:, None] - z[None]) ** 2, -1)
+        positive = squared > 0
+        return jnp.sum(jnp.where(positive, jnp.sqrt(jnp.where(positive, squared, 1.0)), 0.0))
+    return jax.grad(loss)(x)
+
+
 PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
     f.__name__: f for f in (
         moe_top2, online_softmax_scan, adafactor, lion, grad_accumulation_scan,
@@ -224,4 +355,7 @@ PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
         rmsnorm_grad, kv_cache_loop, segment_sum, layer_scale, cosine_similarity_grad,
         global_norm_clip, powers, clip_values, sample_variances, warmup_step,
         logaddexp_softplus, elu_mish_grad, polyak_average, one_hot_embedding, large_mean,
-        rank_weights)}
+        rank_weights, lamb_update, adam_scan, fake_quant_ste, contrastive_loss_grad,
+        spectral_norm, newton_sqrt_while, skip_nonfinite_cond, per_example_clip,
+        sharpness_aware_grad, entropy_grad, swiglu_grad, cumulative_logsumexp, weight_norm_grad,
+        gumbel_softmax, safe_distance_grad)}
