@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 # Data types with f32's exponent range, where data may sit far from unit scale.
 _WIDE_RANGE_CLASSES = (ir.F32Type, ir.BF16Type)
+# How many binades a midpoint moves the largest-scale operand's data up at most (see midpoint):
+# f32 then holds its data up to 2^27.
+MIDPOINT_REACH = 100
 
 
 class CommonScale:
@@ -114,8 +117,10 @@ class CommonScale:
         else:
             total = emit.binary("stablehlo.add", _fold(emit, "stablehlo.maximum", exponents),
                                 _fold(emit, "stablehlo.minimum", exponents), i32)
-        return Scale.dynamic(emit.binary("stablehlo.shift_right_arithmetic", total,
-                                         emit.int_scalar(1), i32))
+        middle = emit.binary("stablehlo.shift_right_arithmetic", total, emit.int_scalar(1), i32)
+        reach = emit.binary("stablehlo.subtract", _fold(emit, "stablehlo.maximum", exponents),
+                            emit.int_scalar(MIDPOINT_REACH), i32)
+        return Scale.dynamic(emit.binary("stablehlo.maximum", middle, reach, i32))
 
     def is_wide_range(self) -> bool:
         """Whether the current data type has f32's exponent range (f32, bf16)."""
@@ -129,14 +134,20 @@ class CommonScale:
     def midpoint(self, values: Sequence[Scaled]) -> Scale:
         """The scale halfway (in exponent) between the extreme scales of ``values`` (any-scale
         values ignored): every operand's data moves by at most half their spread, so f32
-        holds operands up to 2^250 apart. Static when the runtime factors agree."""
+        holds operands up to 2^250 apart. Static when the runtime factors agree. No operand
+        moves up by more than ``MIDPOINT_REACH`` binades: data is not always near 1 (a
+        quotient by 0.001 computed in f32), and an all-zero second moment's decoded scale
+        (2^-252) met a bias-corrected one (2^-18) half their spread away, at 2^117 times data
+        of 1074: inf. Past that reach the smaller operand moves down instead, into f32's
+        subnormals only where it is 2^220 below the other."""
         scaled = [v for v in values if not v.any_scale]
         if not scaled:
             return ONE
         first = scaled[0].scale
         if all(v.scale.same_factors(first) for v in scaled):
             exps = [v.scale.exp for v in scaled]
-            return Scale((max(exps) + min(exps)) // 2, first.factors)
+            return Scale(max((max(exps) + min(exps)) // 2, max(exps) - MIDPOINT_REACH),
+                         first.factors)
         distinct: list[Scale] = []
         for value in scaled:
             if value.scale not in distinct:

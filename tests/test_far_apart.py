@@ -294,3 +294,30 @@ def test_a_cap_of_a_value_of_known_sign_keeps_its_bits(fn: Any, scales: tuple[in
         got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)))
         want = np.asarray(jax.jit(fn)(jnp.asarray(x) * scale))
         np.testing.assert_allclose(got, want, rtol=2e-3, atol=0, err_msg=f"scale 2^{k}")
+
+
+
+def _amsgrad_like(g: jax.Array, nu_max: jax.Array, count: jax.Array) -> tuple:
+    """AMSGrad's running maximum of the bias-corrected second moment, its root applied."""
+    count = count + 1
+    nu_hat = 0.001 * g * g / (1 - 0.999 ** count).astype(jnp.float32)
+    nu_max = jnp.maximum(nu_max, nu_hat)
+    return g / (jnp.sqrt(nu_max) + 1e-8), nu_max, count
+
+
+@pytest.mark.parametrize("data_dtype", ["float16", "bfloat16"])
+def test_a_maximum_of_a_zero_state_and_data_far_from_one_stays_finite(data_dtype: str) -> None:
+    """With f16 data the all-zero nu_max comes at 2^-126, sqrt-encoded: its square's scale is
+    2^-252, and the bias-corrected moment's (about 2^-18, data near 1000: a quotient by 0.001
+    in f32) was moved up half their spread, 2^117: inf, and every later update 0."""
+    g = jnp.asarray(np.random.default_rng(0).normal(size=(8, 16)) * 0.1, jnp.float32)
+    args = (g, jnp.zeros_like(g), jnp.int32(0))
+    step = compile_scaled(_amsgrad_like, *args, policy=Policy(data_dtype=data_dtype,
+                                                              fp8_dots=False),
+                          return_scaled=False)
+    want, got = args, args
+    for _ in range(3):
+        want = jax.jit(_amsgrad_like)(g, *want[1:])
+        got = step(g, *got[1:])
+        for have, expected in zip(got[:2], want[:2], strict=True):
+            np.testing.assert_allclose(np.asarray(have), np.asarray(expected), rtol=2e-2)

@@ -9,8 +9,10 @@
 
 // Two runtime scales: a compare does no arithmetic between its operands, so
 // with f32-range data the common exponent is the midpoint e = (e_x + e_y) >> 1
-// (values 2^200 apart both stay representable), and both data are multiplied
-// by 2^(e_x - e) and 2^(e_y - e) before the compare.
+// (values 2^200 apart both stay representable), moved up to max(e_x, e_y) - 100
+// where the spread is larger (no data moves up by more than 2^100: data far from
+// 1 would overflow), and both data are multiplied by 2^(e_x - e) and 2^(e_y - e)
+// before the compare.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[Y:%.*]]: tensor<4xf32>, [[YS:%.*]]: tensor<f32>)
@@ -23,7 +25,11 @@
 // CHECK:         [[EY:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK-NEXT:    [[SUM:%.*]] = stablehlo.add [[EX]], [[EY]] : tensor<i32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
-// CHECK-NEXT:    [[E:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], [[ONE]] : tensor<i32>
+// CHECK-NEXT:    [[MID:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], [[ONE]] : tensor<i32>
+// CHECK-NEXT:    [[TOP:%.*]] = stablehlo.maximum [[EX]], [[EY]] : tensor<i32>
+// CHECK-NEXT:    [[REACH:%.*]] = stablehlo.constant dense<100> : tensor<i32>
+// CHECK-NEXT:    [[LOW:%.*]] = stablehlo.subtract [[TOP]], [[REACH]] : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[MID]], [[LOW]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[EX]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
 // CHECK-NEXT:    [[KX:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
@@ -78,7 +84,11 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xi1> {
 // CHECK-NEXT:    [[EC:%.*]] = stablehlo.constant dense<-1> : tensor<i32>
 // CHECK-NEXT:    [[SUM:%.*]] = stablehlo.add [[EX]], [[EC]] : tensor<i32>
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
-// CHECK-NEXT:    [[E:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], [[ONE]] : tensor<i32>
+// CHECK-NEXT:    [[MID:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], [[ONE]] : tensor<i32>
+// CHECK-NEXT:    [[TOP:%.*]] = stablehlo.maximum [[EX]], [[EC]] : tensor<i32>
+// CHECK-NEXT:    [[REACH:%.*]] = stablehlo.constant dense<100> : tensor<i32>
+// CHECK-NEXT:    [[LOW:%.*]] = stablehlo.subtract [[TOP]], [[REACH]] : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[MID]], [[LOW]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[EX]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
 // CHECK-NEXT:    [[KX:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>

@@ -85,7 +85,11 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:      [[E6:%.*]] = stablehlo.constant dense<6> : tensor<i32>
 // CHECK-NEXT:      [[SUM:%.*]] = stablehlo.add [[E]], [[E6]] : tensor<i32>
 // CHECK-NEXT:      [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<i32>
-// CHECK-NEXT:      [[M:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], [[ONE]] : tensor<i32>
+// CHECK-NEXT:      [[MID:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], [[ONE]] : tensor<i32>
+// CHECK-NEXT:      [[TOP:%.*]] = stablehlo.maximum [[E]], [[E6]] : tensor<i32>
+// CHECK-NEXT:      [[REACH:%.*]] = stablehlo.constant dense<100> : tensor<i32>
+// CHECK-NEXT:      [[LOW:%.*]] = stablehlo.subtract [[TOP]], [[REACH]] : tensor<i32>
+// CHECK-NEXT:      [[M:%.*]] = stablehlo.maximum [[MID]], [[LOW]] : tensor<i32>
 // CHECK-NEXT:      [[DD:%.*]] = stablehlo.subtract [[E]], [[M]] : tensor<i32>
 // CHECK-NEXT:      [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
 // CHECK-NEXT:      [[C127:%.*]] = stablehlo.constant dense<127> : tensor<i32>
@@ -267,7 +271,8 @@ func.func public @main(%p: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:      [[MIN:%.*]] = stablehlo.minimum [[SET]], [[XE]] : tensor<i32>
 // CHECK-NEXT:      [[SUM:%.*]] = stablehlo.add [[MAX]], [[MIN]] : tensor<i32>
 // CHECK-NEXT:      {{%.*}} = stablehlo.constant dense<1> : tensor<i32>
-// CHECK-NEXT:      [[MID:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], {{%.*}} : tensor<i32>
+// CHECK-NEXT:      [[HALF:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], {{%.*}} : tensor<i32>
+// CHECK:           [[MID:%.*]] = stablehlo.maximum [[HALF]], {{%.*}} : tensor<i32>
 // CHECK:           stablehlo.dynamic_update_slice
 // CHECK:           stablehlo.return {{%.*}}, [[MID]], {{%.*}}
 func.func public @main(%arg0: tensor<4xf32>) -> tensor<3x4xf32> {
