@@ -18,6 +18,7 @@ from scalify_hlo.rewrites.angle_values import angle_values
 from scalify_hlo.rewrites.boundary_storage import BoundaryStorage
 from scalify_hlo.rewrites.delayed_statistics import MODES as DELAYED_MODES
 from scalify_hlo.rewrites.delayed_statistics import DelayedExponents, resolved_mode
+from scalify_hlo.rewrites.dot_groups import mark_iterated_dots
 from scalify_hlo.rewrites.drift import compounding_constant_adds
 from scalify_hlo.rewrites.emitter import dtype_name, float_type, is_scalable_type
 from scalify_hlo.rewrites.gradient_join import replicated_gradients
@@ -233,6 +234,8 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
     func = entry_function(module)
     if state.common_scale_rule == "first":
         state.compounding = compounding_constant_adds(func)
+    if dtype == "f16":  # f16's range: iterated dots leave it (dot_groups.py)
+        context.bump("scalify.iterated-dots-rescaled", mark_iterated_dots(func))
     wide = resolve_square_dtype(options.square_dtype, dtype)
     encode = resolve_square_encoding(options.square_encoding, options.square_dtype, dtype)
     moments = options.moment_format != "none"
