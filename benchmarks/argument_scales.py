@@ -32,14 +32,12 @@ from common import (  # noqa: E402
     GPT2_SMALL,
     RESULTS,
     compile_cells,
-    cpu_compile,
+    compiled_modules,
     environment,
     format_table,
-    h100_compile,
     load_models,
     markdown_table,
     publish,
-    rewrite_or_fail,
 )
 
 from scalify_hlo import gpu_aot  # noqa: E402
@@ -54,12 +52,9 @@ HEADERS = ["step", "module", "XLA:CPU s", "XLA:CPU instructions", "XLA:CPU fusio
 def measure(name: str, config: dict[str, int]) -> list[dict[str, Any]]:
     models = load_models()
     exported = models.export_text(*models.gpt_step(**config))
-    modules = {"original": exported} | {name: rewrite_or_fail(exported, pipeline)
-                                         for name, pipeline in PIPELINES.items()}
     rows = []
-    for module, text in modules.items():
-        rows.append({"step": name, "module": module, "cpu": cpu_compile(text),
-                     "h100": h100_compile(text) if gpu_aot.available() else None})
+    for compiled in compiled_modules(exported, PIPELINES, gpu_aot.available()):
+        rows.append({"step": name, **compiled})
         print(format_table(HEADERS, table_rows(rows[-1:])), flush=True)
     return rows
 

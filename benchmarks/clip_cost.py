@@ -33,14 +33,12 @@ from typing import Any  # noqa: E402
 from common import (  # noqa: E402
     RESULTS,
     compile_cells,
-    cpu_compile,
+    compiled_modules,
     environment,
     format_table,
-    h100_compile,
     load_models,
     markdown_table,
     publish,
-    rewrite_or_fail,
 )
 
 from scalify_hlo import Policy, gpu_aot  # noqa: E402
@@ -61,11 +59,8 @@ def measure(layers: int, h100: bool) -> list[dict[str, Any]]:
     for optimizer, clip_norm in OPTIMIZERS.items():
         exported = models.export_text(*models.gpt_step(
             layers, 256, 4, 128, clip_norm=clip_norm))
-        modules = {"original": exported} | {name: rewrite_or_fail(exported, pipeline)
-                                             for name, pipeline in PIPELINES.items()}
-        for module, text in modules.items():
-            rows.append({"step": f"gpt L{layers}", "optimizer": optimizer, "module": module,
-                         "cpu": cpu_compile(text), "h100": h100_compile(text) if h100 else None})
+        for compiled in compiled_modules(exported, PIPELINES, h100):
+            rows.append({"step": f"gpt L{layers}", "optimizer": optimizer, **compiled})
             print(format_table(HEADERS, table_rows(rows[-1:])), flush=True)
     return rows
 

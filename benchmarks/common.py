@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
@@ -270,6 +270,18 @@ def count_module_ops(text: str) -> int:
 
     with module_io.ir_context():
         return sum(module_io.count_ops(module_io.parse_module(text)).values())
+
+
+def compiled_modules(exported: str, pipelines: dict[str, str],
+                     h100: bool) -> Iterator[dict[str, Any]]:
+    """The original ``exported`` and its rewrite by each of ``pipelines`` (by name),
+    compiled by XLA:CPU and, where ``h100``, for an H100: ``{"module", "cpu", "h100"}`` per
+    module, as each finishes (a long run shows its progress)."""
+    modules = {"original": exported} | {name: rewrite_or_fail(exported, pipeline)
+                                         for name, pipeline in pipelines.items()}
+    for module, text in modules.items():
+        yield {"module": module, "cpu": cpu_compile(text),
+               "h100": h100_compile(text) if h100 else None}
 
 
 def rewrite_or_fail(text: str, pipeline: str) -> str:

@@ -4,6 +4,8 @@ read constants; emitting IR is ``emitter``'s job."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from jax.extend.mlir import ir
 
@@ -113,3 +115,14 @@ def finite_data(values: np.ndarray, exp: int, data_type: ir.Type) -> np.ndarray:
                                            > LARGEST_FINITE["f32"])
         toward_zero = np.nextafter(rounded, np.zeros_like(rounded))
     return np.where(overflows, toward_zero, rounded).astype(np.float64)
+
+
+def finite_splat(value: float, exp: int, data_type: ir.Type) -> float:
+    """``finite_data`` of one value (a splat's), without numpy's per-call cost where no
+    rounding can reach f32's largest (most constants are splats)."""
+    if abs(value) >= NEAR_F32_MAX:
+        return float(finite_data(np.float64(value), exp, data_type))
+    try:
+        return math.ldexp(value, -exp)  # value / 2^exp, exactly rounded
+    except OverflowError:  # past f64's range: inf, as the quotient is
+        return math.copysign(math.inf, value)

@@ -27,7 +27,8 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.name_stack import is_backward
 from scalify_hlo.rewrites.emitter import ops_named, terminator
-from scalify_hlo.rewrites.op_table import Family, ops_in_family
+from scalify_hlo.rewrites.op_table import CONTROL_FLOW_OPS, Family, ops_in_family
+from scalify_hlo.rewrites.program_constants import program_constant
 from scalify_hlo.rewrites.scope import RESCALE_ATTR
 
 _DOTS = frozenset(ops_in_family(Family.DOT))
@@ -37,9 +38,6 @@ _LINEAR = _DOTS | {
     "stablehlo.convert", "stablehlo.broadcast_in_dim", "stablehlo.reshape",
     "stablehlo.transpose", "stablehlo.slice", "stablehlo.concatenate", "stablehlo.pad",
     "stablehlo.select"}
-_CONTROL_FLOW = ("stablehlo.while", "stablehlo.case", "stablehlo.if")
-# Ops that keep a constant a constant (its broadcast, its conversion).
-_CONSTANT_FORMS = ("stablehlo.broadcast_in_dim", "stablehlo.convert", "stablehlo.reshape")
 # Dots in a row (through linear ops) whose static estimates are trusted: a transformer's three.
 DEPTH = 3
 
@@ -52,7 +50,6 @@ class _Groups:
         self.depth: dict[int, int] = {}  # a root's deepest chain
         self.dots: dict[int, list[ir.Operation]] = {}  # a root's dots
         self.of_value: dict[ir.Value, tuple[int, int]] = {}  # value -> (group, chain depth)
-        self.constants: set[ir.Value] = set()  # constants and their broadcasts
 
     def root(self, group: int) -> int:
         while self.parent[group] != group:
@@ -76,20 +73,16 @@ class _Groups:
     def visit(self, block: ir.Block) -> None:
         for op in block.operations:
             op = op.operation
-            if op.name == "stablehlo.constant":
-                self.constants.update(op.results)
-            if op.name in _CONTROL_FLOW:
+            if op.name in CONTROL_FLOW_OPS:
                 for region in op.regions:
                     for inner in region.blocks:
                         self.visit(inner)
             if op.name not in _LINEAR or RESCALE_ATTR in op.attributes or (
                     op.name in _DOTS and is_backward(op.location)):
                 continue  # measured, bounded, rescaled or backward: no group goes through
-            if op.name in _CONSTANT_FORMS and all(v in self.constants for v in op.operands):
-                self.constants.update(op.results)
             found = [self.of_value[v] for v in op.operands if v in self.of_value]
             if op.name == "stablehlo.multiply" and any(
-                    v not in self.of_value and v not in self.constants for v in op.operands):
+                    v not in self.of_value and program_constant(v) is None for v in op.operands):
                 continue  # times a factor from the data (a norm's rsqrt, a gate): bounded
             is_dot = op.name in _DOTS
             if not found and not is_dot:

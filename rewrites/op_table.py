@@ -267,3 +267,8 @@ def wide_operands(op_name: str) -> tuple[int, ...]:
 def ops_in_family(family: Family) -> tuple[str, ...]:
     """The names of the ops of ``family``, in table order."""
     return tuple(name for name, record in OPS.items() if record.family is family)
+
+
+# Ops whose regions hold values of the program (a loop's body, a branch), not a reducer or
+# a comparator of elements: their results are their regions' returned values.
+CONTROL_FLOW_OPS = frozenset(ops_in_family(Family.WHILE) + ops_in_family(Family.CASE))

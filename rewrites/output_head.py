@@ -29,13 +29,11 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.name_stack import is_backward
 from scalify_hlo.rewrites.emitter import defining_op, is_ranked_tensor, shape_of, terminator
-from scalify_hlo.rewrites.op_table import Trait, ops_with
+from scalify_hlo.rewrites.op_table import CONTROL_FLOW_OPS, Trait, ops_with
 
 # Ops that cross a layer: the loss reached through one of them belongs to the later layer.
 _LAYER_OPS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 _LAYOUT_OPS = ops_with(Trait.LAYOUT_ONLY)
-# Ops whose result i is their regions' returned value i (a loop's carry, a branch's result).
-_REGION_RESULT_OPS = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if"})
 
 
 def _is_float(value: ir.Value) -> bool:
@@ -67,7 +65,7 @@ def _sources(value: ir.Value) -> tuple[list[ir.Value], ir.Operation | None]:
         return [], None
     if op.name in _LAYER_OPS:
         return [], op
-    if op.name in _REGION_RESULT_OPS:
+    if op.name in CONTROL_FLOW_OPS:  # result i is its regions' returned value i
         index = ir.OpResult(value).result_number
         regions = list(op.regions)[1:] if op.name == "stablehlo.while" else list(op.regions)
         return [v for region in regions for v in _returned(region, index)], None

@@ -17,8 +17,8 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.constant_values import (
-    NEAR_F32_MAX,
     finite_data,
+    finite_splat,
     read_dense,
     splat_constant_value,
     splat_scalar,
@@ -350,10 +350,8 @@ def _set_splat(scope: Scope, result: ir.Value, scalar: float, data_type: ir.Type
     """``result`` as a splat of ``scalar``, split at rewrite time (``rule_constant``)."""
     exp, any_scale = _split_scalar(scalar, dtype_name(scope.current_data_dtype()))
     exp = exp if scope.state.unit_shifts else 0
-    value = scalar / 2.0 ** exp  # in Python: most constants are splats
-    if abs(scalar) >= NEAR_F32_MAX:
-        value = float(finite_data(np.float64(scalar), exp, data_type))
-    scope.set(result, Scaled(scope.emit.splat(value, data_type), Scale(exp), any_scale))
+    scope.set(result, Scaled(scope.emit.splat(finite_splat(scalar, exp, data_type), data_type),
+                             Scale(exp), any_scale))
 
 
 def _split_scalar(value: float, data_dtype: str) -> tuple[int, bool]:

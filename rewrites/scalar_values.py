@@ -23,10 +23,7 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Types
-
-# Ops whose regions hold values of the program (loop bodies, branches), not a reducer or
-# comparator of elements.
-_CONTROL_FLOW = frozenset({"stablehlo.while", "stablehlo.case", "stablehlo.if"})
+from scalify_hlo.rewrites.op_table import CONTROL_FLOW_OPS
 
 
 def _is_scalar(t: ir.Type, types: Types) -> bool:
@@ -36,7 +33,7 @@ def _is_scalar(t: ir.Type, types: Types) -> bool:
 def computes_in_f32(op: ir.Operation, types: Types) -> bool:
     """Whether an op that touches a scalar computes in f32: it makes no float tensor and is
     not a loop or branch (whose values keep their own types: a scan's carries)."""
-    return op.name not in _CONTROL_FLOW and all(
+    return op.name not in CONTROL_FLOW_OPS and all(
         not types.is_scalable(value.type) or ir.RankedTensorType(value.type).rank == 0
         for value in op.results)
 
@@ -52,6 +49,6 @@ def scalar_values(func: ir.Operation, types: Types) -> set[ir.Value]:
         for op in block.operations:
             op = op.operation
             found.update(value for value in op.results if _is_scalar(value.type, types))
-            if op.name in _CONTROL_FLOW:
+            if op.name in CONTROL_FLOW_OPS:
                 pending += [inner for region in op.regions for inner in region.blocks]
     return found

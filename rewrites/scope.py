@@ -7,17 +7,12 @@ scales and unscaled copies are cached per block, and nested blocks see their par
 
 from __future__ import annotations
 
-import numpy as np
 from jax.extend.mlir import ir
 
 from scalify_hlo.errors import RewriteError
 from scalify_hlo.module_io import short_location
 from scalify_hlo.rewrites.common_scale import CommonScale
-from scalify_hlo.rewrites.constant_values import (
-    NEAR_F32_MAX,
-    finite_data,
-    splat_constant_value,
-)
+from scalify_hlo.rewrites.constant_values import finite_splat, splat_constant_value
 from scalify_hlo.rewrites.dynamic_rescale import Rescaler
 from scalify_hlo.rewrites.emitter import Emitter, with_element_type
 from scalify_hlo.rewrites.scale_builder import ScaleBuilder
@@ -123,11 +118,8 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
                 # A constant is made again in the wider type, not widened from f16: Adam's
                 # 0.999 is 0.99902 in f16, which moves 1 - b2 by 2.5%.
                 target_type = with_element_type(found.data.type, target)
-                with np.errstate(over="ignore", under="ignore"):
-                    split = float(np.float64(value) / 2.0 ** found.scale.exp)
-                if abs(value) >= NEAR_F32_MAX:  # f32's largest: 2.0 * 2^127 in 16 bits
-                    split = float(finite_data(np.float64(value), found.scale.exp, target_type))
-                data = self.emit.splat(split, target_type)
+                data = self.emit.splat(finite_splat(value, found.scale.exp, target_type),
+                                       target_type)
             else:
                 data = self.emit.convert(found.data, target)
             self._converted[key] = data

@@ -148,27 +148,27 @@ def test_fallback_is_listed_with_its_reason(tmp_path: Path) -> None:
     assert any("running it unscaled" in w for w in data["warnings"])
 
 
-def test_square_kept_wide_is_listed(tmp_path: Path) -> None:
-    """f16 data keeps a square and what it is added to in f32 (square-dtype=auto)."""
-    module = tmp_path / "square.mlir"
-    module.write_text(SQUARE)
-    data = json.loads(explain(str(module), "--pipeline", "scalify{data-dtype=f16}",
-                              "--format", "json"))
-    wide = {r["op"]: r["detail"] for r in data["records"] if r["kind"] == "wide"}
-    assert wide == {"stablehlo.multiply": "f32 data (square-dtype)",
-                    "stablehlo.add": "f32 data (square-dtype)"}
+# A module, its data type, and the wide ops explain lists with why each computes wide.
+_WIDE_CASES = {
+    # f16 data keeps a square and what it is added to in f32 (square-dtype=auto).
+    "square": (SQUARE, "f16", {"stablehlo.multiply": "f32 data (square-dtype)",
+                               "stablehlo.add": "f32 data (square-dtype)"}),
+    # bf16 data keeps rank-0 values in f32 (scalar_values.py); the broadcast is bf16.
+    "rank0": (BIAS_CORRECTION, "bf16", {"stablehlo.constant": "f32 data (rank 0)",
+                                        "stablehlo.convert": "f32 data (rank 0)",
+                                        "stablehlo.power": "f32 data (rank 0)"}),
+}
 
 
-def test_rank0_values_kept_wide_are_listed(tmp_path: Path) -> None:
-    """bf16 data keeps rank-0 values in f32 (scalar_values.py); the broadcast is bf16."""
-    module = tmp_path / "bias_correction.mlir"
-    module.write_text(BIAS_CORRECTION)
-    data = json.loads(explain(str(module), "--pipeline", "scalify{data-dtype=bf16}",
+@pytest.mark.parametrize("case", sorted(_WIDE_CASES))
+def test_ops_kept_wide_are_listed_with_their_class(tmp_path: Path, case: str) -> None:
+    text, dtype, expected = _WIDE_CASES[case]
+    module = tmp_path / f"{case}.mlir"
+    module.write_text(text)
+    data = json.loads(explain(str(module), "--pipeline", f"scalify{{data-dtype={dtype}}}",
                               "--format", "json"))
     wide = {r["op"]: r["detail"] for r in data["records"] if r["kind"] == "wide"}
-    assert wide == {"stablehlo.constant": "f32 data (rank 0)",
-                    "stablehlo.convert": "f32 data (rank 0)",
-                    "stablehlo.power": "f32 data (rank 0)"}
+    assert wide == expected
 
 
 def test_fp8_pipeline_without_scalify_counts_dots(tmp_path: Path) -> None:
