@@ -249,6 +249,7 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         # reads them (jax.random's uniforms before erf_inv or log): see square_values.py.
         state.give_own_dtype(classes.bits, float_type("f32"), "random bits")
         context.bump("scalify.bit-values", len(classes.bits))
+    scalars: set[ir.Value] = set()
     if dtype != "f32":
         angles = angle_values(func, state.types)
         if angles:  # a periodic op's operand: f16 holds 1000 to 0.5 (angle_values.py)
@@ -259,7 +260,9 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
             state.give_own_dtype(scalars, float_type("f32"), "rank 0",
                                  lambda op: computes_in_f32(op, state.types))
             context.bump("scalify.scalar-values", len(scalars))
-    state_squares = (frozenset(_boundary_squares(func, classes.squares))
+    # A rank-0 square keeps f32 data (scalar_values.py): its root in 16 bits would only
+    # lose bits (Prodigy's learning-rate estimate came back 2^-10 off each step).
+    state_squares = (frozenset(_boundary_squares(func, classes.squares) - scalars)
                      if classes is not None else frozenset())
     if options.update == "f32":
         state.tail = update_tail(func)

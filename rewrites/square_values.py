@@ -154,6 +154,38 @@ def _nonzero_constant(value: ir.Value) -> bool:
     return constant is not None and constant != 0 and math.isfinite(constant)
 
 
+# How many scalar products ``_unscaled`` looks through (``(1 - b2) * g * g`` needs one).
+SCALAR_FACTORS = 8
+# Ops that keep a tensor's relative range: the tensor they scale, by operand index.
+_SCALES_ONE_OPERAND = {"stablehlo.negate": 0, "stablehlo.convert": 0}
+
+
+def _unscaled(value: ir.Value) -> ir.Value:
+    """``value`` with its scalar factors taken off (``c * x``, ``x / c``, ``-x``, a float
+    convert; ``c`` a scalar, constant or not): a product of two values with the same
+    unscaled value is a square up to a factor, and has a square's range. Prodigy writes its
+    second moment as ``(1 - b2) * d * d``, a product of ``(1 - b2) * d`` and ``d``: seen as
+    two tensors, its entries 2^-27 below its largest flushed in f16 data, and the update
+    divided by ``d * eps`` alone there (35 times too large)."""
+    for _ in range(SCALAR_FACTORS):
+        op = defining_op(value)
+        if op is None:
+            return value
+        name = op.name
+        if name in _SCALES_ONE_OPERAND and len(op.operands) == 1:
+            if not is_ranked_tensor(op.operands[0].type) or not isinstance(
+                    ir.RankedTensorType(op.operands[0].type).element_type, ir.FloatType):
+                return value
+            value = op.operands[0]
+        elif name == "stablehlo.multiply" and scalar_like(op.operands[0]):
+            value = op.operands[1]
+        elif name in _PRODUCTS and scalar_like(op.operands[1]):
+            value = op.operands[0]
+        else:
+            return value
+    return value
+
+
 _VISITED = ("stablehlo.multiply", *_SINGULAR, *_JOINS_ALL, *_JOINS_SOME,
             "stablehlo.optimization_barrier", "stablehlo.while", "stablehlo.case",
             "stablehlo.if", "stablehlo.bitcast_convert", "stablehlo.reduce", "chlo.square")
@@ -213,7 +245,7 @@ def square_dtype_values(func: ir.Operation) -> SquareDtypeValues:
                 # tensor over it, Adam's m / (sqrt(v) + eps), keeps a narrow range.)
                 join(results[0], operands[1])
         if name == "stablehlo.multiply" and len(operands) == 2:
-            if operands[0] == operands[1]:
+            if _unscaled(operands[0]) == _unscaled(operands[1]):
                 seeds.append(results[0])
             else:
                 for mine, other in ((operands[0], operands[1]), (operands[1], operands[0])):

@@ -575,3 +575,32 @@ def test_an_op_without_a_rule_keeps_its_results_in_range(exponent: int) -> None:
     reference = run_module(_NO_RULE, [d.astype(np.float32) for d in data])  # f16-rounded
     got = join_outputs(signature, run_module(result.output.decode(), feed))
     assert_close_per_tensor(reference, got, rtol=4e-3)
+
+
+def test_a_second_moment_written_as_a_scaled_copy_times_itself_keeps_its_small_entries(
+) -> None:
+    """Prodigy writes its second moment as ``(1 - b2) * d * d`` with ``d = lr * g``: a product
+    of ``(1 - b2) * d`` and ``d``, a square up to a factor. Seen as a product of two tensors
+    it was not a square; its entries 2^-27 below the largest flushed in f16 data, and the
+    update there was ``m / (lr * eps)``, 35 times too large after three steps. The runtime
+    ``lr`` joins the square's class (through ``sqrt(nu) + lr * eps``) and comes back exactly:
+    a rank-0 square keeps f32 data instead of a root in 16 bits."""
+    def update(lr: jax.Array, m: jax.Array, nu: jax.Array, g: jax.Array
+               ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+        d = lr * g
+        m = 0.9 * m + 0.1 * d
+        nu = 0.999 * nu + (1 - 0.999) * d * d
+        return -lr * m / (jnp.sqrt(nu) + lr * 1e-8), jnp.maximum(lr, 0.0), m, nu
+
+    rng = np.random.default_rng(0)
+    g = (rng.choice([-1, 1], 256) * 2.0 ** rng.uniform(-14, 0, 256) * 0.1).astype(np.float32)
+    lr, m, nu = np.float32(1e-6), np.zeros(256, np.float32), np.zeros(256, np.float32)
+    step = compile_scaled(update, lr, m, nu, g, policy=Policy(fp8_dots=False),
+                          return_scaled=False)
+    want, got = (lr, m, nu), (lr, m, nu)
+    for _ in range(3):
+        u_want, *want = jax.jit(update)(*want, g)
+        u_got, *got = step(*got, g)
+        np.testing.assert_allclose(np.asarray(u_got), np.asarray(u_want), rtol=1e-2)
+        assert np.asarray(got[2]).min() > 0, "second-moment entries flushed to zero"
+        assert float(got[0]) == float(want[0]), (float(got[0]), float(want[0]))

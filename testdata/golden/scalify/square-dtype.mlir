@@ -84,3 +84,31 @@ func.func public @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   %1 = stablehlo.multiply %0, %y : tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// A square up to scalar factors (Prodigy's (1 - b2) * d * d with d = lr * g: a product of
+// (1 - b2) * d and d) is a square too: it and what it is added to keep f32 data.
+
+// CHECK-LABEL: func.func public @main
+// CHECK-SAME:    (%arg0: tensor<4xf16>, %arg1: tensor<f32>, %arg2: tensor<f32>, %arg3: tensor<f32>, %arg4: tensor<4xf32>, %arg5: tensor<f32>)
+// CHECK-SAME:    -> (tensor<4xf32>, tensor<f32>)
+// CHECK:         [[D:%.*]] = stablehlo.multiply {{.*}} : tensor<4xf16>
+// CHECK:         [[D32:%.*]] = stablehlo.convert [[D]] : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         stablehlo.multiply {{.*}}, [[D32]] : tensor<4xf32>
+// CHECK:         [[CD:%.*]] = stablehlo.convert {{.*}} : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         stablehlo.multiply [[CD]], {{.*}} : tensor<4xf32>
+// CHECK-NEXT:    stablehlo.add {{.*}} : tensor<4xf32>
+// CHECK:         return {{.*}} : tensor<4xf32>, tensor<f32>
+
+func.func public @main(%g: tensor<4xf32>, %lr: tensor<f32>, %nu: tensor<4xf32>) -> tensor<4xf32> {
+  %b = stablehlo.constant dense<0.999> : tensor<4xf32>
+  %c = stablehlo.constant dense<1.000000e-03> : tensor<4xf32>
+  %s = stablehlo.broadcast_in_dim %lr, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %d = stablehlo.multiply %s, %g : tensor<4xf32>
+  %0 = stablehlo.multiply %c, %d : tensor<4xf32>
+  %1 = stablehlo.multiply %0, %d : tensor<4xf32>
+  %2 = stablehlo.multiply %b, %nu : tensor<4xf32>
+  %3 = stablehlo.add %2, %1 : tensor<4xf32>
+  return %3 : tensor<4xf32>
+}
