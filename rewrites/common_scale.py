@@ -4,6 +4,7 @@ first or midpoint, constants following runtime scales), and the rescales to it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,17 @@ _WIDE_RANGE_CLASSES = (ir.F32Type, ir.BF16Type)
 # How many binades a midpoint moves the largest-scale operand's data up at most (see midpoint):
 # f32 then holds its data up to 2^27.
 MIDPOINT_REACH = 100
+# A sentinel that saturates (a mask's -1e9 beside scores far below it) stays at least 2^7 in
+# magnitude: exp(-128) is 0 in f32, so a masked score stays out of a softmax whatever the
+# scores' scale. Saturated at the scores' scale 2^-38 it was -2^-22, exp of which is 1.
+SENTINEL_EXP = 7
+
+
+def sentinel_floor(level: float) -> int:
+    """The lowest exponent at which a sentinel saturated to ``level`` times the scale is
+    still ``2^SENTINEL_EXP`` or more (data below it is 2^-22 or less in f16: rounding
+    beside a softmax's 1)."""
+    return SENTINEL_EXP - math.floor(math.log2(level))
 
 
 class CommonScale:
@@ -210,11 +222,17 @@ class CommonScale:
         2^(max_exp - 1) times it, it is still in the data type's range. Without it, the 1.0
         of ``where(norm(b) > 0, norm(b) / norm(g), 1.0)`` follows the ratio of a zero
         tensor's norms (scale 2^-126 in f16) and saturates. Sentinels beyond the data type's
-        range at scale 1 (a mask's -1e9) have no floor: they saturate to the largest finite
-        value (``rescale_constant``), which keeps their sign and order, instead of pushing
-        the runtime data below the range."""
+        range at scale 1 (a mask's -1e9) saturate to the largest finite value
+        (``rescale_constant``), which keeps their sign and order, instead of pushing the
+        runtime data below the range; their floor keeps them at 2^SENTINEL_EXP or more
+        (``sentinel_floor``), so that scores far below 1 do not pull a mask into a
+        softmax's reach."""
         max_exp = self.max_exponent()
         floors = [v.scale.exp - (max_exp - 1) for v in constants if v.scale.exp < max_exp]
+        largest = LARGEST_FINITE.get(dtype_name(self.current_data_dtype()))
+        if (largest is not None and largest < LARGEST_FINITE["f32"]
+                and any(v.scale.exp >= max_exp for v in constants)):
+            floors.append(sentinel_floor(largest))  # a saturated sentinel keeps its effect
         return max(floors) if floors else None
 
     def to_common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,

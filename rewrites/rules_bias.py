@@ -25,6 +25,7 @@ import math
 
 from jax.extend.mlir import ir
 
+from scalify_hlo.rewrites.common_scale import sentinel_floor
 from scalify_hlo.rewrites.emitter import dtype_name
 from scalify_hlo.rewrites.rule_support import bind_results, emit_like, float_operands
 from scalify_hlo.rewrites.scope import Scaled, Scope
@@ -83,9 +84,11 @@ def _floor(scope: Scope, biases: list[Scaled]) -> int | None:
     keeps its value: its data (below 2 at its own scale, ``rule_constant``) stays below
     ``2^room``, the largest power of two under that level (2^14 in f16, 2^100 in f32-range
     data, where f32 data at 2^-110 saturated a bias's 1.0 at 2^100, 2^-10 of its value).
-    Constants beyond it are sentinels, which saturate; an int mask's bias (a runtime scale)
-    has no constant to keep."""
+    Constants beyond it are sentinels, which saturate, as does an int mask's bias (a
+    runtime scale): the floor keeps them at 2^SENTINEL_EXP or more (``sentinel_floor``)."""
     room = math.floor(math.log2(_sentinel(scope)))
     floors = [v.scale.exp + 1 - room for v in biases
               if v.scale.is_static and v.scale.exp <= room]
+    if any(not v.scale.is_static or v.scale.exp > room for v in biases):
+        floors.append(sentinel_floor(_sentinel(scope)))  # a saturated sentinel keeps its effect
     return max(floors) if floors else None

@@ -121,3 +121,51 @@ def test_a_bias_of_ordinary_constants_keeps_its_values(data_dtype: str,
         want = np.asarray(jax.jit(_offset_where_masked)(jnp.asarray(SCORES) * scale, MASK))
         atol = 0 if data_dtype == "float32" else rtol * np.abs(want).max()  # f16: x + 1 ~ 0
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"scale 2^{k}")
+
+
+def _where_select(scores: jax.Array, mask: jax.Array) -> jax.Array:
+    return jax.nn.softmax(jnp.where(mask, scores, jnp.finfo(jnp.float32).min), -1)  # Flax's
+
+
+def _where_select_causal(scores: jax.Array, mask: jax.Array) -> jax.Array:
+    return jax.nn.softmax(jnp.where(CAUSAL & mask, scores, -1e9), -1)
+
+
+# Scores far below 1 (a muP model's zero-initialized queries give exactly 0): the sentinel
+# saturated at the scores' scale, -2^-22 at 2^-38, and exp of it is 1: the masked keys took
+# as much weight as the open ones (0.75 off). A saturated sentinel now keeps 2^7 or more.
+@pytest.mark.parametrize("fn", [_where_select, _where_select_causal, _where_bias,
+                                _finfo_min_bias, _causal_and_padding])
+def test_a_mask_keeps_its_keys_out_of_a_softmax_of_scores_far_below_one(fn: Any) -> None:
+    step = compile_scaled(fn, SCORES, MASK, return_scaled=False,
+                          policy=Policy(data_dtype="float16", fp8_dots=False))
+    open_keys = MASK & CAUSAL if fn in (_causal_and_padding, _where_select_causal) else MASK
+    rows = open_keys.any(-1)
+    for k in (-40, -20, -12):
+        scale = np.float32(2.0 ** k)
+        got = np.asarray(step(ScaledArray(jnp.asarray(SCORES), scale), MASK))
+        want = np.asarray(jax.jit(fn)(jnp.asarray(SCORES) * scale, MASK))
+        np.testing.assert_allclose(got[rows], want[rows], rtol=0, atol=3e-3,
+                                   err_msg=f"scale 2^{k}")
+        assert np.all(got[rows][~open_keys[rows]] < 1e-6), f"masked keys weighed, 2^{k}"
+
+
+def test_attention_with_zero_initialized_queries_keeps_its_causal_mask() -> None:
+    """muP initializes the query projection to zero: every score is 0 at first, and the
+    causal mask alone decides the weights (each position averages the values up to it)."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(8, 16)).astype(np.float32)
+    wq = np.zeros((16, 16), np.float32)
+    wk, wv = ((rng.normal(size=(16, 16)) / 4).astype(np.float32) for _ in range(2))
+
+    def loss(wq: jax.Array, wk: jax.Array, wv: jax.Array) -> jax.Array:
+        scores = (x @ wq) @ (x @ wk).T / 4.0
+        scores = jnp.where(np.tril(np.ones((8, 8), bool)), scores, jnp.finfo(jnp.float32).min)
+        return jnp.sum((jax.nn.softmax(scores, -1) @ (x @ wv)) ** 2)
+
+    grads = jax.grad(loss, argnums=(0, 2))
+    step = compile_scaled(grads, wq, wk, wv, return_scaled=False,
+                          policy=Policy(fp8_dots=False))
+    for got, want in zip(step(wq, wk, wv), jax.jit(grads)(wq, wk, wv), strict=True):
+        want = np.asarray(want)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=2e-3 * np.abs(want).max())

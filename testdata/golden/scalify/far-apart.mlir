@@ -276,14 +276,19 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // sentinel whatever the mask holds. The sum takes the scores' scale (their data as is) and
 // the sentinel saturates there, to half f16's largest finite value so that the sum stays
 // finite; at the bias's own scale (2^29) every score flushed to 0 and the softmax over the
-// unmasked keys was uniform. f32 data holds both: the plain add.
+// unmasked keys was uniform. The scale goes no lower than 2^-7, where the saturated sentinel
+// is still -32752 * 2^-7 = -256 (exp of it is 0: scores far below 1 keep the masked keys out
+// of a softmax). f32 data holds both: the plain add.
 // CHECK-LABEL: func.func public @main
 // CHECK-DAG:     [[HI:%.*]] = stablehlo.constant dense<3.275200e+04> : tensor<f32>
 // CHECK-DAG:     [[LO:%.*]] = stablehlo.constant dense<-3.275200e+04> : tensor<f32>
+// CHECK-DAG:     [[FLOOR:%.*]] = stablehlo.constant dense<-7> : tensor<i32>
+// CHECK:         [[E:%.*]] = stablehlo.maximum {{%.*}}, [[FLOOR]] : tensor<i32>
 // CHECK:         [[B:%.*]] = stablehlo.clamp [[LO]], {{%.*}}, [[HI]]
 // CHECK:         [[H:%.*]] = stablehlo.convert [[B]] : (tensor<4xf32>) -> tensor<4xf16>
-// CHECK:         [[S:%.*]] = stablehlo.add %arg0, [[H]] : tensor<4xf16>
-// CHECK:         return [[S]], %arg1
+// CHECK:         [[S:%.*]] = stablehlo.add {{%.*}}, [[H]] : tensor<4xf16>
+// CHECK:         stablehlo.convert [[S]] : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         return {{%.*}}, {{%.*}} : tensor<4xf16>, tensor<f32>
 // F32-LABEL: func.func public @main
 // F32-NOT:     dense<{{-?}}3.275200e+04>
 // F32:         stablehlo.add {{.*}} : tensor<4xf32>
@@ -302,8 +307,9 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi1>) -> tensor<4xf3
 // CHECK-LABEL: func.func public @main
 // CHECK:         [[B:%.*]] = stablehlo.clamp {{.*}} -> tensor<4xf32>
 // CHECK:         [[H:%.*]] = stablehlo.convert [[B]] : (tensor<4xf32>) -> tensor<4xf16>
-// CHECK:         [[S:%.*]] = stablehlo.add %arg0, [[H]] : tensor<4xf16>
-// CHECK:         return [[S]], %arg1
+// CHECK:         [[S:%.*]] = stablehlo.add {{%.*}}, [[H]] : tensor<4xf16>
+// CHECK:         stablehlo.convert [[S]] : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         return {{%.*}}, {{%.*}} : tensor<4xf16>, tensor<f32>
 // F32-LABEL: func.func public @main
 // F32-NOT:     dense<{{-?}}3.275200e+04>
 // F32:         stablehlo.add {{.*}} : tensor<4xf32>
@@ -327,8 +333,9 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi1>) -> tensor<4xf3
 // CHECK:         stablehlo.convert %arg2 : (tensor<4xi32>) -> tensor<4xf32>
 // CHECK:         [[B:%.*]] = stablehlo.clamp {{.*}} -> tensor<4xf32>
 // CHECK:         [[H:%.*]] = stablehlo.convert [[B]] : (tensor<4xf32>) -> tensor<4xf16>
-// CHECK:         [[S:%.*]] = stablehlo.add %arg0, [[H]] : tensor<4xf16>
-// CHECK:         return [[S]], %arg1
+// CHECK:         [[S:%.*]] = stablehlo.add {{%.*}}, [[H]] : tensor<4xf16>
+// CHECK:         stablehlo.convert [[S]] : (tensor<4xf16>) -> tensor<4xf32>
+// CHECK:         return {{%.*}}, {{%.*}} : tensor<4xf16>, tensor<f32>
 // F32-LABEL: func.func public @main
 // F32:         stablehlo.add {{.*}} : tensor<4xf32>
 func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>) -> tensor<4xf32> {

@@ -11,8 +11,9 @@
 // came. As a constant (static exponent 29) it follows the select's other
 // operand down to its runtime scale and saturates to -65504 in f16; carried as a
 // runtime exponent it set max(e, 29) as the common scale and flushed the
-// logits to 0. Inside the body the constant is rescaled by 2^(29 - e) and no
-// maximum is taken.
+// logits to 0. Inside the body the constant is rescaled by 2^(29 - e), where e
+// goes no lower than -8 (the one maximum: a saturated sentinel stays -256 or
+// below, out of a softmax's reach whatever the logits' scale).
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>, [[P:%.*]]: tensor<4xi1>)
@@ -21,12 +22,14 @@
 // CHECK:         [[C29:%.*]] = stablehlo.constant dense<29> : tensor<i32>
 // CHECK-NEXT:    stablehlo.while([[D:%.*]] = [[X]], [[DE:%.*]] = [[E]], [[MD:%.*]] = [[M]], {{%.*}} = [[C29]], {{%.*}} = {{%.*}})
 // CHECK:         } do {
+// CHECK-NEXT:      [[FLOOR:%.*]] = stablehlo.constant dense<-8> : tensor<i32>
+// CHECK-NEXT:      [[F:%.*]] = stablehlo.maximum [[DE]], [[FLOOR]] : tensor<i32>
 // CHECK-NOT:       stablehlo.maximum
-// CHECK-NEXT:      [[K:%.*]] = stablehlo.subtract [[C29]], [[DE]] : tensor<i32>
+// CHECK:           [[K:%.*]] = stablehlo.subtract [[C29]], [[F]] : tensor<i32>
 // CHECK:           [[MW:%.*]] = stablehlo.convert [[MD]] : (tensor<4xf16>) -> tensor<4xf32>
 // CHECK:           [[MR:%.*]] = stablehlo.convert {{%.*}} : (tensor<4xf32>) -> tensor<4xf16>
-// CHECK-NEXT:      [[S:%.*]] = stablehlo.select [[P]], [[D]], [[MR]] : tensor<4xi1>, tensor<4xf16>
-// CHECK:           stablehlo.return [[S]], [[DE]], [[MD]], [[C29]], {{%.*}}
+// CHECK-NEXT:      [[S:%.*]] = stablehlo.select [[P]], {{%.*}}, [[MR]] : tensor<4xi1>, tensor<4xf16>
+// CHECK:           stablehlo.return [[S]], [[F]], [[MD]], [[C29]], {{%.*}}
 func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi1>) -> tensor<4xf32> {
   %c0 = stablehlo.constant dense<0> : tensor<i32>
   %c1 = stablehlo.constant dense<1> : tensor<i32>

@@ -175,22 +175,25 @@ func.func public @main(%arg0: tensor<4xi1>, %arg1: tensor<4xf32>) -> tensor<4xf3
 
 // -----
 
-// A sentinel beyond f16's range at scale 1 (a mask's -1e9) has no floor: it
-// takes the runtime branch's scale, instead of pushing the runtime data below
-// f16's normal range, and saturates to f16's largest finite value, which keeps
-// its sign and order. Not to -inf: a softmax over a row with every key masked
-// (attention with a padding mask) is then -M - (-M) = 0, as in the original,
-// not -inf - (-inf) = NaN.
+// A sentinel beyond f16's range at scale 1 (a mask's -1e9) takes the runtime
+// branch's scale, instead of pushing the runtime data below f16's normal range,
+// and saturates to f16's largest finite value, which keeps its sign and order.
+// Not to -inf: a softmax over a row with every key masked (attention with a
+// padding mask) is then -M - (-M) = 0, as in the original, not -inf - (-inf) =
+// NaN. The scale goes no lower than 2^-8, where the saturated sentinel is still
+// -65504 * 2^-8 = -256: exp of it is 0, so scores far below 1 (zero-initialized
+// queries) keep the masked keys out of a softmax.
 
 // F16-LABEL: func.func public @main({{%[^:]+}}: tensor<4xi1>, {{%[^:]+}}: tensor<4xf16>,
 // F16-SAME:    [[S:%[^:]+]]: tensor<f32>)
-// F16-NOT:     stablehlo.maximum
+// F16:         [[FLOOR:%.*]] = stablehlo.constant dense<-8> : tensor<i32>
+// F16-NEXT:    stablehlo.maximum {{%.*}}, [[FLOOR]] : tensor<i32>
 // F16:         [[LOW:%.*]] = stablehlo.constant dense<-6.550400e+04> : tensor<f32>
 // F16-NEXT:    [[HIGH:%.*]] = stablehlo.constant dense<6.550400e+04> : tensor<f32>
 // F16-NEXT:    [[SAT:%.*]] = stablehlo.clamp [[LOW]], {{%.*}}, [[HIGH]]
 // F16-NEXT:    [[C:%.*]] = stablehlo.convert [[SAT]] : (tensor<4xf32>) -> tensor<4xf16>
 // F16-NEXT:    [[SEL:%.*]] = stablehlo.select {{%.*}}, {{%.*}}, [[C]] : tensor<4xi1>, tensor<4xf16>
-// F16-NEXT:    return [[SEL]], [[S]] : tensor<4xf16>, tensor<f32>
+// F16:         return {{%.*}}, {{%.*}} : tensor<4xf16>, tensor<f32>
 func.func public @main(%arg0: tensor<4xi1>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
   %cst = stablehlo.constant dense<-1.000000e+09> : tensor<4xf32>
   %0 = stablehlo.select %arg0, %arg1, %cst : tensor<4xi1>, tensor<4xf32>
