@@ -28,6 +28,7 @@ from scalify_hlo.rewrites.moment_values import first_moments
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scalar_values import computes_in_f32, scalar_values
+from scalify_hlo.rewrites.schedule_values import schedule_computes_in_f32, schedule_values
 from scalify_hlo.rewrites.scope import (
     RESCALE_ATTR,
     RESCALE_DRIFTING_ATTR,
@@ -260,6 +261,11 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
             state.give_own_dtype(scalars, float_type("f32"), "rank 0",
                                  lambda op: computes_in_f32(op, state.types))
             context.bump("scalify.scalar-values", len(scalars))
+        schedules = schedule_values(func, state.types)
+        if schedules:  # a noise schedule's 0.9999 is 1 in 16 bits (schedule_values.py)
+            state.give_own_dtype(schedules, float_type("f32"), "schedule",
+                                 lambda op: schedule_computes_in_f32(op, schedules))
+            context.bump("scalify.schedule-values", len(schedules))
     # A rank-0 square keeps f32 data (scalar_values.py): its root in 16 bits would only
     # lose bits (Prodigy's learning-rate estimate came back 2^-10 off each step).
     state_squares = (frozenset(_boundary_squares(func, classes.squares) - scalars)

@@ -40,6 +40,16 @@ func.func public @main(%t: tensor<i32>, %nu: tensor<4xf32>) -> tensor<4xf32> {
 }
 """
 
+NOISE_SCHEDULE = """\
+func.func public @main(%t: tensor<i32>, %x: tensor<2xf32>) -> tensor<2xf32> {
+  %ab = stablehlo.constant dense<[0.9999, 0.999, 0.99, 0.9]> : tensor<4xf32>
+  %0 = stablehlo.dynamic_slice %ab, %t, sizes = [2] : (tensor<4xf32>, tensor<i32>) -> tensor<2xf32>
+  %1 = stablehlo.sqrt %0 : tensor<2xf32>
+  %2 = stablehlo.multiply %1, %x : tensor<2xf32>
+  return %2 : tensor<2xf32>
+}
+"""
+
 
 def explain(*args: str) -> str:
     """``scalify-hlo explain ARGS`` in process; its stdout (it must succeed)."""
@@ -157,6 +167,11 @@ _WIDE_CASES = {
     "rank0": (BIAS_CORRECTION, "bf16", {"stablehlo.constant": "f32 data (rank 0)",
                                         "stablehlo.convert": "f32 data (rank 0)",
                                         "stablehlo.power": "f32 data (rank 0)"}),
+    # A lookup in a constant schedule and its sqrt stay f32 (schedule_values.py); the
+    # product with the data is f16.
+    "schedule": (NOISE_SCHEDULE, "f16", {"stablehlo.constant": "f32 data (schedule)",
+                                         "stablehlo.dynamic_slice": "f32 data (schedule)",
+                                         "stablehlo.sqrt": "f32 data (schedule)"}),
 }
 
 

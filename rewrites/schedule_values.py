@@ -1,0 +1,96 @@
+"""Which values are looked up in a constant schedule, and so keep f32 data with 16-bit data.
+
+A diffusion model's noise schedule is a table of ``alpha_bar`` per timestep, built with numpy
+and indexed by each example's timestep: ``ab = AB[t]``. The step needs ``1 - ab`` of values
+near 1 (0.9999 at the first timesteps), and 16-bit data rounds them to 1 (f16's spacing below
+1 is 2^-11, bf16's 2^-8): the noise coefficient ``sqrt(1 - ab)`` was 0 where it is 0.01, and a
+min-SNR weight ``ab / (1 - ab)`` was inf. A per-tensor scale cannot help: the values are near
+one another, not near 0. So a lookup in a rank-1 constant table (a ``gather``,
+``dynamic_slice`` or ``slice`` of it: a schedule indexed by a step or timestep), the table, and
+every value computed from lookups through elementwise and layout ops whose other float
+operands are constants or rank-0 values, hold f32 data, as the original computes them. Such
+values are a few per example. An op that combines one with a data tensor
+(``sqrt(1 - ab) * noise``) makes a 16-bit result and reads it converted: the coefficient
+keeps f16's relative precision there, which is what the product needs.
+"""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from scalify_hlo.rewrites.constant_values import constant_splat
+from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named
+from scalify_hlo.rewrites.op_table import Trait, has_trait
+from scalify_hlo.rewrites.program_constants import program_constant
+
+_LOOKUPS = ("stablehlo.gather", "stablehlo.dynamic_slice", "stablehlo.slice")
+
+
+def _is_float_tensor(value: ir.Value, types: Types) -> bool:
+    return types.is_scalable(value.type) and ir.RankedTensorType(value.type).rank > 0
+
+
+def _table(lookup: ir.Operation) -> ir.Operation | None:
+    """The rank-1 constant (not a splat) that a lookup reads."""
+    table = lookup.operands[0]
+    if not isinstance(table.type, ir.RankedTensorType) or table.type.rank != 1:
+        return None
+    constant = program_constant(table)
+    if constant is None or constant_splat(constant) is not None:
+        return None
+    return constant
+
+
+def _propagates(name: str) -> bool:
+    return has_trait(name, Trait.ELEMENTWISE) or has_trait(name, Trait.LAYOUT_ONLY)
+
+
+def _other_operand_allowed(value: ir.Value, types: Types) -> bool:
+    """A float operand that may meet a schedule value without ending its class: a constant
+    of the program or a rank-0 value (f32 data already: scalar_values.py). Non-float
+    operands (a select's predicate, an index) are always allowed."""
+    if not types.is_scalable(value.type):
+        return True
+    return ir.RankedTensorType(value.type).rank == 0 or program_constant(value) is not None
+
+
+def schedule_values(func: ir.Operation, types: Types) -> set[ir.Value]:
+    """The rank-1-or-more float values of ``func`` looked up in a rank-1 constant table,
+    the values between such a table and its lookups, and those computed from lookups
+    through elementwise and layout ops with constants and rank-0 values alone."""
+    found: set[ir.Value] = set()
+    pending: list[ir.Value] = []
+    for lookup in ops_named(func, *_LOOKUPS):
+        table = _table(lookup)
+        if table is None or not _is_float_tensor(lookup.results[0], types):
+            continue
+        value = lookup.operands[0]  # the table, through the layout ops that reach it
+        while True:
+            found.add(value)
+            op = defining_op(value)
+            if op is None or op == table:
+                break
+            value = op.operands[0]
+        pending.append(lookup.results[0])
+    while pending:
+        value = pending.pop()
+        if value in found:
+            continue
+        found.add(value)
+        for use in value.uses:
+            user = use.owner.operation
+            if not _propagates(user.name) or not all(
+                    operand in found or _other_operand_allowed(operand, types)
+                    for operand in user.operands):
+                continue
+            pending += [result for result in user.results if _is_float_tensor(result, types)]
+    return found
+
+
+def schedule_computes_in_f32(op: ir.Operation, values: set[ir.Value]) -> bool:
+    """Whether an op that touches a schedule value computes in f32: every float it makes is
+    one or of rank 0 (the lookup, ``1 - ab``, ``sqrt``), not a data tensor it is applied
+    to."""
+    return all(result in values or result.type.rank == 0 for result in op.results
+               if isinstance(result.type, ir.RankedTensorType)
+               and isinstance(result.type.element_type, ir.FloatType))
