@@ -41,6 +41,19 @@ def _table(lookup: ir.Operation) -> ir.Operation | None:
     return constant
 
 
+def _chain_to(value: ir.Value, table: ir.Operation) -> list[ir.Value] | None:
+    """The values from the table constant to ``value`` through the layout ops between
+    them; None where a block argument is among them (a loop-invariant carry, whose loop
+    would have to agree on its type)."""
+    chain = [value]
+    while (op := defining_op(value)) is not None:
+        if op == table:
+            return chain
+        value = op.operands[0]
+        chain.append(value)
+    return None
+
+
 def _propagates(name: str) -> bool:
     return has_trait(name, Trait.ELEMENTWISE) or has_trait(name, Trait.LAYOUT_ONLY)
 
@@ -64,13 +77,10 @@ def schedule_values(func: ir.Operation, types: Types) -> set[ir.Value]:
         table = _table(lookup)
         if table is None or not _is_float_tensor(lookup.results[0], types):
             continue
-        value = lookup.operands[0]  # the table, through the layout ops that reach it
-        while True:
-            found.add(value)
-            op = defining_op(value)
-            if op is None or op == table:
-                break
-            value = op.operands[0]
+        chain = _chain_to(lookup.operands[0], table)
+        if chain is None:  # the table reaches the lookup as a loop's carry: left as it is
+            continue
+        found.update(chain)
         pending.append(lookup.results[0])
     while pending:
         value = pending.pop()
