@@ -347,6 +347,45 @@ def safe_distance_grad(x: jax.Array) -> jax.Array:
     return jax.grad(loss)(x)
 
 
+def fused_attention_grad(x: jax.Array) -> jax.Array:
+    """``jax.nn.dot_product_attention`` with ``is_causal``: its mask is a sentinel far below
+    scores that are themselves far below 1 at small input scales."""
+    def loss(z: jax.Array) -> jax.Array:
+        q, k = (z @ W).reshape(1, 4, 2, 4), (z @ W2).reshape(1, 4, 2, 4)
+        out = jax.nn.dot_product_attention(q, k, z.reshape(1, 4, 2, 4), is_causal=True)
+        return jnp.sum(out ** 2)
+    return jax.grad(loss)(x)
+
+
+_ALPHA_BAR = np.cumprod(1 - np.linspace(1e-4, 0.02, 1000)).astype(np.float32)
+_TIMESTEPS = np.array([0, 3, 100, 999], np.int32)
+
+
+def diffusion_noising(x: jax.Array) -> jax.Array:
+    """A diffusion step's noised input from a schedule looked up per example (alpha_bar at
+    t = 0 is 0.9999: its noise is 1% of the result), beside its min-SNR weight."""
+    ab = jnp.asarray(_ALPHA_BAR)[_TIMESTEPS][:, None]
+    return jnp.sqrt(ab) * x + jnp.sqrt(1 - ab) * x[::-1] + jnp.minimum(ab / (1 - ab), 5.0)
+
+
+def scaled_square_moment(x: jax.Array) -> jax.Array:
+    """Prodigy's second moment, ``(1 - b2) * d * d`` with ``d = lr * g``: a square written as
+    a product of two tensors, and the update that divides by its root."""
+    d = jnp.max(jnp.abs(x)) * 1e-3 * x
+    nu = (1 - 0.999) * d * d
+    return 0.1 * d / (jnp.sqrt(nu) + 1e-8 * jnp.max(jnp.abs(d)))
+
+
+def z_loss_grad(x: jax.Array) -> jax.Array:
+    """A cross-entropy with PaLM's z-loss, ``1e-4 * logsumexp(logits)^2``, and its gradient."""
+    def loss(z: jax.Array) -> jax.Array:
+        logits = z @ W
+        lse = jax.nn.logsumexp(logits, -1)
+        return (optax.softmax_cross_entropy_with_integer_labels(logits, IDS).mean()
+                + 1e-4 * jnp.mean(lse ** 2))
+    return jax.grad(loss)(x)
+
+
 PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
     f.__name__: f for f in (
         moe_top2, online_softmax_scan, adafactor, lion, grad_accumulation_scan,
@@ -358,4 +397,5 @@ PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
         rank_weights, lamb_update, adam_scan, fake_quant_ste, contrastive_loss_grad,
         spectral_norm, newton_sqrt_while, skip_nonfinite_cond, per_example_clip,
         sharpness_aware_grad, entropy_grad, swiglu_grad, cumulative_logsumexp, weight_norm_grad,
-        gumbel_softmax, safe_distance_grad)}
+        gumbel_softmax, safe_distance_grad, fused_attention_grad, diffusion_noising,
+        scaled_square_moment, z_loss_grad)}
