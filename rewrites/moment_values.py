@@ -44,7 +44,7 @@ _THROUGH = frozenset(ops_with(Trait.LAYOUT_ONLY)) | {"stablehlo.convert"}
 _MAX_DEPTH = 64  # a gradient is a few ops from its producer; bounds the walk on odd graphs
 
 
-def _through_converts(value: ir.Value) -> ir.Value:
+def through_converts(value: ir.Value) -> ir.Value:
     """``value`` with converts peeled off (mixed-precision state)."""
     for _ in range(_MAX_DEPTH):
         op = defining_op(value)
@@ -56,7 +56,7 @@ def _through_converts(value: ir.Value) -> ir.Value:
 
 def _constant(value: ir.Value) -> float | None:
     """The value of a splat constant (or a broadcast or convert of one), else None."""
-    return splat_constant_value(_through_converts(value))
+    return splat_constant_value(through_converts(value))
 
 
 def is_gradient(value: ir.Value) -> bool:
@@ -80,29 +80,31 @@ def is_gradient(value: ir.Value) -> bool:
             branches = [v for v in op.operands[1:] if _constant(v) is None]
             return bool(branches) and all(is_gradient(v) for v in branches)
         elif name == "stablehlo.add":  # a gradient with L2 weight decay: g + wd * w
-            gradients = [v for v in op.operands if _decayed_state(v) is None]
+            gradients = [v for v in op.operands if decayed_state(v) is None]
             return bool(gradients) and all(is_gradient(v) for v in gradients)
         else:
             return False
     return False
 
 
-def _decayed_state(value: ir.Value, below: float = float("inf")) -> ir.Value | None:
-    """The entry argument ``m`` of ``value = c * m`` with a constant ``c`` in (0, below)."""
+def decayed_state(value: ir.Value, below: float = float("inf"),
+                  at_least: float = 0.0) -> ir.Value | None:
+    """The entry argument ``m`` of ``value = c * m`` with a constant ``c`` in (0, below),
+    and at least ``at_least``."""
     op = defining_op(value)
     if op is None or op.name != "stablehlo.multiply":
         return None
     for factor, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
         c = _constant(factor)
-        state = _through_converts(other)
-        if c is not None and 0.0 < c < below and defining_op(state) is None:
+        state = through_converts(other)
+        if c is not None and 0.0 < c < below and c >= at_least and defining_op(state) is None:
             return state
     return None
 
 
 def _decayed(value: ir.Value, arguments: set[ir.Value]) -> ir.Value | None:
     """The entry argument ``m`` of ``value = c * m`` with a constant ``c`` in (0, 1)."""
-    state = _decayed_state(value, 1.0)
+    state = decayed_state(value, 1.0)
     return state if state in arguments else None
 
 
@@ -121,11 +123,11 @@ def _gradient_term(value: ir.Value) -> bool:
 def _moment_of(value: ir.Value, arguments: set[ir.Value]) -> ir.Value | None:
     """The argument whose moment ``value`` is, looking through converts and a
     ``select(ok, new, old)`` that keeps the old state (``optax.apply_if_finite``)."""
-    value = _through_converts(value)
+    value = through_converts(value)
     op = defining_op(value)
     if op is not None and op.name == "stablehlo.select":
         new, old = op.operands[1], op.operands[2]
-        for kept, updated in ((_through_converts(old), new), (_through_converts(new), old)):
+        for kept, updated in ((through_converts(old), new), (through_converts(new), old)):
             if kept in arguments:
                 found = _moment_of(updated, arguments)
                 return found if found == kept else None

@@ -37,6 +37,7 @@ from scalify_hlo.rewrites.scope import (
     Scope,
 )
 from scalify_hlo.rewrites.signature_split import SignatureSplit, returned_values, scale_location
+from scalify_hlo.rewrites.slow_averages import average_computes_in_f32, slow_averages
 from scalify_hlo.rewrites.square_values import square_dtype_values
 from scalify_hlo.rewrites.update_tail import update_tail
 from scalify_hlo.scale import Scale
@@ -261,6 +262,11 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
             state.give_own_dtype(scalars, float_type("f32"), "rank 0",
                                  lambda op: computes_in_f32(op, state.types))
             context.bump("scalify.scalar-values", len(scalars))
+        averages = slow_averages(func, classes.squares if classes is not None else set())
+        if averages:  # 0.9999 * ema rounds back to ema in 16 bits (slow_averages.py)
+            state.give_own_dtype(averages, float_type("f32"), "slow average",
+                                 lambda op: average_computes_in_f32(op, averages))
+            context.bump("scalify.slow-averages", len(averages))
         schedules = schedule_values(func, state.types)
         if schedules:  # a noise schedule's 0.9999 is 1 in 16 bits (schedule_values.py)
             state.give_own_dtype(schedules, float_type("f32"), "schedule",

@@ -92,9 +92,11 @@ func.func public @main(%trace: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32
 
 // Not moments: a weight update w + (-0.01) * g (no decay factor on w), BatchNorm's running
 // mean 0.9 * m + 0.1 * mean(x) (a forward value), an average of the weights
-// 0.99 * a + 0.01 * w' (w' is no gradient). All stay f16 data.
+// 0.99 * a + 0.01 * w' (w' is no gradient). None is FP8: w and m stay f16 data, and the
+// average of the weights, a slow one, f32 (slow_averages.py).
 
 // CHECK-LABEL: func.func public @main
+// CHECK-SAME:    %arg4: tensor<4xf32>
 // CHECK-NOT:     f8E4M3FN
 // CHECK:         return
 func.func public @main(%w: tensor<4xf32>, %m: tensor<4xf32>, %a: tensor<4xf32>,
