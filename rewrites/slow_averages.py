@@ -7,20 +7,22 @@ away: f16 holds 11 significand bits, bf16 8, and ``0.9999 * ema`` rounds back to
 Measured over 200 calls (``optax.incremental_update`` with step 1e-4): the f16 average
 moved 60% off the f32 one, the bf16 average not at all. So state that a step returns as
 
-    r = c * m + t        (an ``add``, in either order)
+    r = c * m + t        or        r = m + k * (x - m)        (``add``s, in either order)
 
-with ``m`` the entry argument of ``r``'s type, ``c`` a constant in [``SLOW``, 1), and ``t``
-not a gradient, holds f32 data: the argument, the decayed copy and the sum, as the original
-computes them (``t`` itself is the increment, which 16 bits hold to their relative
-precision). BatchNorm's running statistics (Flax's momentum 0.99) are such averages too.
-A first moment of the gradient (Adam's ``mu``, ``b1 = 0.9``) is ``moment_values``' and keeps
-the data type or the moment format; a square (Adam's ``nu``) is ``square_values``'.
+with ``m`` the entry argument of ``r``'s type, ``c`` a constant in [``SLOW``, 1) (``k`` one
+in (0, 1 - ``SLOW``]), and ``t`` (``x``) not a gradient, holds f32 data: the argument, the
+decayed copy and the sum, as the original computes them (``t`` itself is the increment,
+which 16 bits hold to their relative precision). BatchNorm's running statistics (Flax's
+momentum 0.99) are such averages too. A first moment of the gradient (Adam's ``mu``,
+``b1 = 0.9``) is ``moment_values``' and keeps the data type or the moment format; a square
+(Adam's ``nu``) is ``square_values``'.
 """
 
 from __future__ import annotations
 
 from jax.extend.mlir import ir
 
+from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.emitter import defining_op, is_scalable_type
 from scalify_hlo.rewrites.moment_values import decayed_state, is_gradient, through_converts
 from scalify_hlo.rewrites.signature_split import returned_values
@@ -51,7 +53,29 @@ def _average_of(value: ir.Value, arguments: set[ir.Value]) -> list[ir.Value] | N
         state = decayed_state(decayed, 1.0, SLOW)
         if state in arguments and not is_gradient(term):
             return [state, decayed, *_converts_between(value, total)]
+        state = through_converts(decayed)
+        if state in arguments and _moves_toward(term, state):  # m + k * (x - m)
+            return [state, *_converts_between(decayed, state),
+                    *_converts_between(value, total)]
     return None
+
+
+def _moves_toward(term: ir.Value, state: ir.Value) -> bool:
+    """Whether ``term`` is ``k * (x - m)`` (either order) of the state ``m`` with a constant
+    ``k`` in (0, 1 - SLOW] and ``x`` not a gradient: an EMA written as a step toward its
+    target (``ema + (1 - d) * (w - ema)``, PyTorch's ``lerp``)."""
+    op = defining_op(term)
+    if op is None or op.name != "stablehlo.multiply":
+        return False
+    for factor, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+        k = splat_constant_value(through_converts(factor))
+        difference = defining_op(other)
+        if (k is not None and 0.0 < k <= 1.0 - SLOW and difference is not None
+                and difference.name == "stablehlo.subtract"
+                and through_converts(difference.operands[1]) == state
+                and not is_gradient(difference.operands[0])):
+            return True
+    return False
 
 
 def slow_averages(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Value]:
