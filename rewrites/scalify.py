@@ -28,7 +28,8 @@ from scalify_hlo.rewrites.moment_values import first_moments
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scalar_values import computes_in_f32, scalar_values
-from scalify_hlo.rewrites.schedule_values import schedule_computes_in_f32, schedule_values
+from scalify_hlo.rewrites.scalify_state import makes_only
+from scalify_hlo.rewrites.schedule_values import schedule_values
 from scalify_hlo.rewrites.scope import (
     RESCALE_ATTR,
     RESCALE_DRIFTING_ATTR,
@@ -37,7 +38,7 @@ from scalify_hlo.rewrites.scope import (
     Scope,
 )
 from scalify_hlo.rewrites.signature_split import SignatureSplit, returned_values, scale_location
-from scalify_hlo.rewrites.slow_averages import average_computes_in_f32, slow_averages
+from scalify_hlo.rewrites.slow_averages import slow_averages
 from scalify_hlo.rewrites.square_values import square_dtype_values
 from scalify_hlo.rewrites.update_tail import update_tail
 from scalify_hlo.scale import Scale
@@ -265,12 +266,12 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         averages = slow_averages(func, classes.squares if classes is not None else set())
         if averages:  # 0.9999 * ema rounds back to ema in 16 bits (slow_averages.py)
             state.give_own_dtype(averages, float_type("f32"), "slow average",
-                                 lambda op: average_computes_in_f32(op, averages))
+                                 makes_only(averages))
             context.bump("scalify.slow-averages", len(averages))
         schedules = schedule_values(func, state.types)
         if schedules:  # a noise schedule's 0.9999 is 1 in 16 bits (schedule_values.py)
             state.give_own_dtype(schedules, float_type("f32"), "schedule",
-                                 lambda op: schedule_computes_in_f32(op, schedules))
+                                 makes_only(schedules))
             context.bump("scalify.schedule-values", len(schedules))
     # A rank-0 square keeps f32 data (scalar_values.py): its root in 16 bits would only
     # lose bits (Prodigy's learning-rate estimate came back 2^-10 off each step).

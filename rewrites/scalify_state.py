@@ -56,6 +56,18 @@ class Scaled:
 Mapped = Scaled | ir.Value
 
 
+def makes_only(values: set[ir.Value]) -> Callable[[ir.Operation], bool]:
+    """A ``computes_in`` filter for ``give_own_dtype``: an op computes in a class's type when
+    every float it makes is in the class or of rank 0 (a lookup, ``1 - ab``, an average's
+    decayed copy and sum), not when it applies one to a data tensor (``sqrt(1 - ab) * x``,
+    whose result stays in the data type)."""
+    def computes_in(op: ir.Operation) -> bool:
+        return all(result in values or result.type.rank == 0 for result in op.results
+                   if isinstance(result.type, ir.RankedTensorType)
+                   and isinstance(result.type.element_type, ir.FloatType))
+    return computes_in
+
+
 def _wider(known: ir.Type | None, dtype: ir.Type) -> ir.Type:
     """The wider of two data types (f32 over f16 and bf16; the first of two 16-bit ones)."""
     if known is None or isinstance(dtype, ir.F32Type):

@@ -96,11 +96,3 @@ def schedule_values(func: ir.Operation, types: Types) -> set[ir.Value]:
             pending += [result for result in user.results if _is_float_tensor(result, types)]
     return found
 
-
-def schedule_computes_in_f32(op: ir.Operation, values: set[ir.Value]) -> bool:
-    """Whether an op that touches a schedule value computes in f32: every float it makes is
-    one or of rank 0 (the lookup, ``1 - ab``, ``sqrt``), not a data tensor it is applied
-    to."""
-    return all(result in values or result.type.rank == 0 for result in op.results
-               if isinstance(result.type, ir.RankedTensorType)
-               and isinstance(result.type.element_type, ir.FloatType))

@@ -92,10 +92,3 @@ def slow_averages(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Value]:
             found.update(chain)
     return found
 
-
-def average_computes_in_f32(op: ir.Operation, values: set[ir.Value]) -> bool:
-    """Whether an op that touches an average computes in f32: every float it makes is one of
-    the average's values (the decay, the sum), not the increment it is given."""
-    return all(result in values for result in op.results
-               if isinstance(result.type, ir.RankedTensorType)
-               and isinstance(result.type.element_type, ir.FloatType))
