@@ -142,15 +142,23 @@ def _moment_of(value: ir.Value, arguments: set[ir.Value]) -> ir.Value | None:
     return None
 
 
+def state_candidates(func: ir.Operation, squares: set[ir.Value]
+                     ) -> tuple[set[ir.Value], list[ir.Value]]:
+    """The float entry arguments of ``func`` and the float values it returns, squares
+    aside: where state that a step updates (a moment, an average) is looked for."""
+    block = func.regions[0].blocks[0]
+    arguments = {a for a in block.arguments if is_scalable_type(a.type) and a not in squares}
+    returned = [v for v in returned_values(block) or []
+                if is_scalable_type(v.type) and v not in squares]
+    return arguments, returned
+
+
 def first_moments(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Value]:
     """The entry arguments of ``func`` that are first moments and the returned values that
     update them (same type): both cross the boundary in the moment format."""
-    block = func.regions[0].blocks[0]
-    arguments = {a for a in block.arguments if is_scalable_type(a.type) and a not in squares}
+    arguments, returned = state_candidates(func, squares)
     found: set[ir.Value] = set()
-    for value in returned_values(block) or []:
-        if not is_scalable_type(value.type) or value in squares:
-            continue
+    for value in returned:
         state = _moment_of(value, arguments)
         if state is not None and state.type == value.type:
             found |= {state, value}

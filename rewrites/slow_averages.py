@@ -23,9 +23,13 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.constant_values import splat_constant_value
-from scalify_hlo.rewrites.emitter import defining_op, is_scalable_type
-from scalify_hlo.rewrites.moment_values import decayed_state, is_gradient, through_converts
-from scalify_hlo.rewrites.signature_split import returned_values
+from scalify_hlo.rewrites.emitter import defining_op
+from scalify_hlo.rewrites.moment_values import (
+    decayed_state,
+    is_gradient,
+    state_candidates,
+    through_converts,
+)
 
 # The smallest decay that makes an average slow: a move of 1% per step is about 20 of f16's
 # rounding steps and 2.5 of bf16's, where the average's error accumulates.
@@ -81,12 +85,9 @@ def _moves_toward(term: ir.Value, state: ir.Value) -> bool:
 def slow_averages(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Value]:
     """The entry arguments of ``func`` that are slow averages, the returned values that
     update them (same type), and the decayed copies and sums between them."""
-    block = func.regions[0].blocks[0]
-    arguments = {a for a in block.arguments if is_scalable_type(a.type) and a not in squares}
+    arguments, returned = state_candidates(func, squares)
     found: set[ir.Value] = set()
-    for value in returned_values(block) or []:
-        if not is_scalable_type(value.type) or value in squares:
-            continue
+    for value in returned:
         chain = _average_of(value, arguments)
         if chain is not None and chain[0].type == value.type:
             found.update(chain)
