@@ -54,7 +54,7 @@ def through_converts(value: ir.Value) -> ir.Value:
     return value
 
 
-def _constant(value: ir.Value) -> float | None:
+def constant_value(value: ir.Value) -> float | None:
     """The value of a splat constant (or a broadcast or convert of one), else None."""
     return splat_constant_value(through_converts(value))
 
@@ -77,7 +77,7 @@ def is_gradient(value: ir.Value) -> bool:
         elif name in ("stablehlo.multiply", "stablehlo.divide") and scalar_like(op.operands[1]):
             value = op.operands[0]
         elif name == "stablehlo.select":
-            branches = [v for v in op.operands[1:] if _constant(v) is None]
+            branches = [v for v in op.operands[1:] if constant_value(v) is None]
             return bool(branches) and all(is_gradient(v) for v in branches)
         elif name == "stablehlo.add":  # a gradient with L2 weight decay: g + wd * w
             gradients = [v for v in op.operands if decayed_state(v) is None]
@@ -95,7 +95,7 @@ def decayed_state(value: ir.Value, below: float = float("inf"),
     if op is None or op.name != "stablehlo.multiply":
         return None
     for factor, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
-        c = _constant(factor)
+        c = constant_value(factor)
         state = through_converts(other)
         if c is not None and 0.0 < c < below and c >= at_least and defining_op(state) is None:
             return state
@@ -114,7 +114,7 @@ def _gradient_term(value: ir.Value) -> bool:
     if op is not None and op.name == "stablehlo.multiply":
         for factor, other in ((op.operands[0], op.operands[1]),
                               (op.operands[1], op.operands[0])):
-            d = _constant(factor)
+            d = constant_value(factor)
             if d is not None:
                 return d > 0.0 and is_gradient(other)
     return is_gradient(value)

@@ -263,7 +263,7 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
             state.give_own_dtype(scalars, float_type("f32"), "rank 0",
                                  lambda op: computes_in_f32(op, state.types))
             context.bump("scalify.scalar-values", len(scalars))
-        averages = slow_averages(func, classes.squares if classes is not None else set())
+        averages = slow_averages(func, classes.squares)  # classes: computed for 16-bit data
         if averages:  # 0.9999 * ema rounds back to ema in 16 bits (slow_averages.py)
             state.give_own_dtype(averages, float_type("f32"), "slow average",
                                  makes_only(averages))

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.emitter import defining_op
 from scalify_hlo.rewrites.moment_values import (
+    constant_value,
     decayed_state,
     is_gradient,
     state_candidates,
@@ -72,7 +72,7 @@ def _moves_toward(term: ir.Value, state: ir.Value) -> bool:
     if op is None or op.name != "stablehlo.multiply":
         return False
     for factor, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
-        k = splat_constant_value(through_converts(factor))
+        k = constant_value(factor)
         difference = defining_op(other)
         if (k is not None and 0.0 < k <= 1.0 - SLOW and difference is not None
                 and difference.name == "stablehlo.subtract"

@@ -156,8 +156,8 @@ def _nonzero_constant(value: ir.Value) -> bool:
 
 # How many scalar products ``_unscaled`` looks through (``(1 - b2) * g * g`` needs one).
 SCALAR_FACTORS = 8
-# Ops that keep a tensor's relative range: the tensor they scale, by operand index.
-_SCALES_ONE_OPERAND = {"stablehlo.negate": 0, "stablehlo.convert": 0}
+# Unary ops that keep a tensor's relative range.
+_KEEPS_RELATIVE_RANGE = frozenset({"stablehlo.negate", "stablehlo.convert"})
 
 
 def _unscaled(value: ir.Value) -> ir.Value:
@@ -172,7 +172,7 @@ def _unscaled(value: ir.Value) -> ir.Value:
         if op is None:
             return value
         name = op.name
-        if name in _SCALES_ONE_OPERAND and len(op.operands) == 1:
+        if name in _KEEPS_RELATIVE_RANGE:
             if not is_ranked_tensor(op.operands[0].type) or not isinstance(
                     ir.RankedTensorType(op.operands[0].type).element_type, ir.FloatType):
                 return value
