@@ -24,6 +24,7 @@ from scalify_hlo.rewrites.emitter import dtype_name, float_type, is_scalable_typ
 from scalify_hlo.rewrites.gradient_join import replicated_gradients
 from scalify_hlo.rewrites.hand_back import handed_back
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
+from scalify_hlo.rewrites.loop_drift import mark_drifting_carries
 from scalify_hlo.rewrites.moment_values import first_moments
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.rules import RULES
@@ -239,6 +240,9 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         state.compounding = compounding_constant_adds(func)
     if dtype == "f16":  # f16's range: iterated dots leave it (dot_groups.py)
         context.bump("scalify.iterated-dots-rescaled", mark_iterated_dots(func))
+    # A constant factor on a loop carry moves its data on every trip (loop_drift.py).
+    context.bump("scalify.drifting-carries-rescaled",
+                 mark_drifting_carries(func, dtype, state.unit_shifts))
     wide = resolve_square_dtype(options.square_dtype, dtype)
     encode = resolve_square_encoding(options.square_encoding, options.square_dtype, dtype)
     moments = options.moment_format != "none"
