@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named, terminator
+from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named
 from scalify_hlo.rewrites.op_table import Trait, has_trait, ops_with
-from scalify_hlo.rewrites.program_constants import loop_slot
+from scalify_hlo.rewrites.program_constants import loop_places
 
 _PERIODIC = tuple(sorted(ops_with(Trait.PERIODIC)))
 
@@ -41,19 +41,8 @@ def angle_values(func: ir.Operation, types: Types) -> set[ir.Value]:
         angles.add(value)
         op = defining_op(value)
         if op is None:
-            pending.extend(_carried_with(value))
+            pending.extend(loop_places(value))
         elif _walks_through(op.name):
             pending.extend(op.operands)
     return angles
 
-
-def _carried_with(argument: ir.Value) -> list[ir.Value]:
-    """The values a ``while`` holds in the same place as its block argument ``argument``
-    (none for an argument of any other block: the function's, a reducer's)."""
-    slot = loop_slot(argument)
-    if slot is None:
-        return []
-    loop, index = slot
-    body = loop.regions[1].blocks[0]
-    return [loop.operands[index], loop.results[index], loop.regions[0].blocks[0].arguments[index],
-            body.arguments[index], terminator(body).operands[index]]

@@ -43,6 +43,7 @@ def rule_while(scope: Scope, op: ir.Operation) -> None:
     unset = [how is not None for how in entering]
     operands = scope.flatten(olds, unset=[how == "zeros" for how in entering], stacks=stacks)
     operands = _with_stack_exponents(scope, olds, operands, stacks)
+    operands = _in_carry_types(scope, op, operands)
     types = [v.type for v in operands]
     new = scope.emit.op(op.name, operands, types, attributes_of(op), regions=2)
     for old_region, new_region, returns_flat in zip(op.regions, new.regions, (False, True),
@@ -75,6 +76,22 @@ def _with_stack_exponents(scope: Scope, olds: list[ir.Value], operands: list[ir.
         if index in stacks and scope.stack_of(olds[index]) is None:
             operands[position + 1] = initial_exponents(scope, olds[index], stacks[index])
     return operands
+
+
+def _in_carry_types(scope: Scope, op: ir.Operation, flat: list[ir.Value]) -> list[ir.Value]:
+    """Each carry's data in its own data type, which its block arguments and returned
+    value have: one value may start two carries of different classes (``(x, 0, x)``, a
+    float counter kept in f32 and a value decayed in bf16), and a loop's types are its
+    operands'."""
+    arguments = list(op.regions[1].blocks[0].arguments)
+    scaled = [is_scalable_type(argument.type) for argument in arguments]
+    flat = list(flat)
+    for argument, is_scaled, position in zip(arguments, scaled, flat_positions(scaled),
+                                             strict=True):
+        if is_scaled:
+            element = scope.state.types.element(scope.data_type_of(argument))
+            flat[position] = scope.emit.convert(flat[position], element)
+    return flat
 
 
 def _invariant_carries(op: ir.Operation) -> list[bool]:

@@ -41,6 +41,7 @@ from scalify_hlo.rewrites.scope import (
 from scalify_hlo.rewrites.signature_split import SignatureSplit, returned_values, scale_location
 from scalify_hlo.rewrites.slow_averages import slow_averages
 from scalify_hlo.rewrites.square_values import square_dtype_values
+from scalify_hlo.rewrites.trip_count_values import trip_count_values
 from scalify_hlo.rewrites.update_tail import update_tail
 from scalify_hlo.scale import Scale
 from scalify_hlo.symbols import SCALE_ARGS_ATTR, entry_function, partition_count
@@ -277,6 +278,10 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
             state.give_own_dtype(schedules, float_type("f32"), "schedule",
                                  makes_only(schedules))
             context.bump("scalify.schedule-values", len(schedules))
+        trips = trip_count_values(func, state.types)
+        if trips:  # r + 1 is r once r is 256 in bf16 (trip_count_values.py)
+            state.give_own_dtype(trips, float_type("f32"), "trip count", makes_only(trips))
+            context.bump("scalify.trip-count-values", len(trips))
     # A rank-0 square keeps f32 data (scalar_values.py): its root in 16 bits would only
     # lose bits (Prodigy's learning-rate estimate came back 2^-10 off each step).
     state_squares = (frozenset(_boundary_squares(func, classes.squares) - scalars)
