@@ -106,14 +106,18 @@ def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None,
     Used for nonlinear functions (by design) and for ops without a rule (reported). With
     f16 data the float results of the latter are measured, at any scale: at scale 1 a
     legacy ``dot`` of values near 4000 overflowed, a product reduce of them too, and a batch
-    norm of values near 2^-24 flushed, where the original holds all three.
+    norm of values near 2^-24 flushed, where the original holds all three. Measured, their
+    largest magnitude comes to unit scale, as a rescale point's does: brought to the top of
+    f16's range it left a later product no headroom (``jnp.linalg.pinv``: the dot of the
+    SVD's factors, each near 2^14 in f16 data, was inf).
     """
     touches_floats = any(scope.is_scaled(v) for v in op.operands) or any(
         is_scalable_type(r.type) for r in op.results)
+    top = None
     if report is not None and touches_floats:
         scope.state.report_fallback(op, report)
         if not scope.is_wide_range():  # results of any magnitude: measured, at any scale
-            scale, measured = Scale(MIN_NORMAL_EXP), True
+            scale, measured, top = Scale(MIN_NORMAL_EXP), True, 0
     operands = [scope.in_original_type(old) for old in op.operands]
     captures = _captured_values(scope, op)  # computed before the clone, so they dominate it
     clone = op.clone(ip=scope.emit.ip)
@@ -126,8 +130,8 @@ def rule_unscaled(scope: Scope, op: ir.Operation, report: str | None = None,
         if not is_scalable_type(old.type):
             scope.set(old, new)
         else:
-            scope.set(old, scope.encode_in_range(new, scale, finite_only=True) if measured
-                      else scope.encode(new, scale))
+            scope.set(old, scope.encode_in_range(new, scale, finite_only=True, top=top)
+                      if measured else scope.encode(new, scale))
 
 
 def _nested_ops(op: ir.Operation) -> list[ir.Operation]:

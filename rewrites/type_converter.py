@@ -91,14 +91,17 @@ class TypeConverter:
                                                   math.inf)
 
     def encode_in_range(self, value: ir.Value, floor: Scale = ONE,
-                        finite_only: bool = False) -> Scaled:
+                        finite_only: bool = False, top: int | None = None) -> Scaled:
         """A float tensor converted from integers (or f64), or a nonlinear op's result that
         can pass the data type's range (``rule_nonlinear``), as data at the smallest
         power-of-two scale that keeps its largest magnitude below 2^(max exponent) of the data
         type, measured at run time (the values' range is not known before): scale 1 (or
         ``floor``, a power of two at most 1) while it fits, so that small integers stay
         exact. ``finite_only``: measure the largest finite magnitude (a nonlinear op's
-        results), so that one inf result (exp(inf)) does not flush every other one."""
+        results), so that one inf result (exp(inf)) does not flush every other one. ``top``:
+        the binade the largest magnitude is brought down to (an op without a rule: 0, unit
+        scale, so that a product or dot of its results keeps f16's headroom), below the data
+        type's largest by default."""
         emit, types = self.emit, self.state.types
         max_exp = self.max_exponent()
         wide = emit.convert(value, types.f32)
@@ -112,7 +115,7 @@ class TypeConverter:
         i32 = types.scalar_i32
         # nearest power of two of the largest magnitude, 2^e; 0 reads as 2^-127
         excess = emit.binary("stablehlo.subtract", emit.exponent_of_pow2(emit.pow2_round(
-            largest)), emit.int_scalar(max_exp - 1), i32)
+            largest)), emit.int_scalar(max_exp - 1 if top is None else top), i32)
         lowest = emit.int_scalar(0) if floor == ONE else self.exponent(floor)
         exponent = emit.binary("stablehlo.maximum", excess, lowest, i32)
         inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", exponent, i32))

@@ -577,6 +577,43 @@ def test_an_op_without_a_rule_keeps_its_results_in_range(exponent: int) -> None:
     assert_close_per_tensor(reference, got, rtol=4e-3)
 
 
+_NO_RULE_PRODUCTS = """
+func.func public @main(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>)
+    -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %d = stablehlo.dot %a, %b : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p = stablehlo.multiply %d, %d : tensor<4x4xf32>
+  %q = stablehlo.dot_general %d, %d, contracting_dims = [1] x [0]
+      : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %p, %q : tensor<4x4xf32>, tensor<4x4xf32>
+}
+"""
+
+
+def test_products_of_an_op_without_a_rule_keep_f16s_headroom() -> None:
+    """A measured result used to come at the top of f16's range (its largest near 2^14):
+    its square and its product with itself were inf."""
+    rng = np.random.default_rng(6)
+    inputs = [rng.uniform(-1.0, 1.0, (4, 4)).astype(np.float32) for _ in range(2)]
+    result = rewrite_module_source(_NO_RULE_PRODUCTS, "scalify{data-dtype=f16},simplify")
+    assert result.error is None, result.error
+    signature = entry_signature(_NO_RULE_PRODUCTS)
+    feed = split_inputs(signature, inputs, data_dtype=np.float16)
+    data = [feed[2 * k].astype(np.float64) * feed[2 * k + 1] for k in range(len(inputs))]
+    reference = run_module(_NO_RULE_PRODUCTS, [d.astype(np.float32) for d in data])
+    got = join_outputs(signature, run_module(result.output.decode(), feed))
+    assert_close_per_tensor(reference, got, rtol=4e-3)
+
+
+def test_a_pseudo_inverse_from_lapacks_svd_is_finite_in_f16_data() -> None:
+    """``jnp.linalg.pinv``: LAPACK's SVD has no rule, and the dot of its factors was inf."""
+    x = np.random.default_rng(0).normal(size=(4, 4)).astype(np.float32)
+    want = np.asarray(jax.jit(jnp.linalg.pinv)(x), np.float64)
+    got = compile_scaled(jnp.linalg.pinv, x, policy=Policy(fp8_dots=False),
+                         return_scaled=False)(x)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want,
+                               atol=4e-3 * np.abs(want).max())
+
+
 def test_a_second_moment_written_as_a_scaled_copy_times_itself_keeps_its_small_entries(
 ) -> None:
     """Prodigy writes its second moment as ``(1 - b2) * d * d`` with ``d = lr * g``: a product
