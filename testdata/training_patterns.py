@@ -386,6 +386,29 @@ def z_loss_grad(x: jax.Array) -> jax.Array:
     return jax.grad(loss)(x)
 
 
+def inner_steps_momentum(x: jax.Array) -> jax.Array:
+    """300 SGD steps with momentum in a ``fori_loop``, the gradient masked off after step 5:
+    the momentum decays as ``0.9 * m + 0`` on every trip."""
+    def step(i: jax.Array, state: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        w, m = state
+        m = 0.9 * m + jnp.where(i < 5, jnp.tanh(w @ W), jnp.zeros_like(w))
+        return w - 0.01 * m, m
+    w, m = jax.lax.fori_loop(0, 300, step, (x, jnp.zeros_like(x)))
+    return w + m
+
+
+def incomplete_gamma(x: jax.Array) -> jax.Array:
+    """``gammainc(|x| + 1, |x|)``: JAX's series and continued-fraction loops, which run until
+    the next term is below 2^-23 of the sum (a condition on floats)."""
+    return jax.scipy.special.gammainc(jnp.abs(x) + 1, jnp.abs(x))
+
+
+def pseudo_inverse(x: jax.Array) -> jax.Array:
+    """``jnp.linalg.pinv`` of a square block: LAPACK's SVD (an op without a rule), then the
+    dot of its factors."""
+    return jnp.linalg.pinv(x[:, :4])
+
+
 PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
     f.__name__: f for f in (
         moe_top2, online_softmax_scan, adafactor, lion, grad_accumulation_scan,
@@ -398,4 +421,5 @@ PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
         spectral_norm, newton_sqrt_while, skip_nonfinite_cond, per_example_clip,
         sharpness_aware_grad, entropy_grad, swiglu_grad, cumulative_logsumexp, weight_norm_grad,
         gumbel_softmax, safe_distance_grad, fused_attention_grad, diffusion_noising,
-        scaled_square_moment, z_loss_grad)}
+        scaled_square_moment, z_loss_grad, inner_steps_momentum, incomplete_gamma,
+        pseudo_inverse)}
