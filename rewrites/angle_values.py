@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named
+from scalify_hlo.rewrites.emitter import Types, ops_named
 from scalify_hlo.rewrites.op_table import Trait, has_trait, ops_with
-from scalify_hlo.rewrites.program_constants import loop_places
+from scalify_hlo.rewrites.value_cones import source_cone
 
 _PERIODIC = tuple(sorted(ops_with(Trait.PERIODIC)))
 
@@ -32,17 +32,6 @@ def _walks_through(name: str) -> bool:
 def angle_values(func: ir.Operation, types: Types) -> set[ir.Value]:
     """The float values of ``func`` that periodic ops read, and those they are computed
     from through elementwise and layout ops."""
-    angles: set[ir.Value] = set()
-    pending = [op.operands[0] for op in ops_named(func, *_PERIODIC)]
-    while pending:
-        value = pending.pop()
-        if value in angles or not types.is_scalable(value.type):
-            continue
-        angles.add(value)
-        op = defining_op(value)
-        if op is None:
-            pending.extend(loop_places(value))
-        elif _walks_through(op.name):
-            pending.extend(op.operands)
-    return angles
+    return source_cone((op.operands[0] for op in ops_named(func, *_PERIODIC)), _walks_through,
+                       lambda value: types.is_scalable(value.type))
 

@@ -56,20 +56,6 @@ def loop_slot(argument: ir.Value) -> tuple[ir.Operation, int] | None:
     return parent.operation, ir.BlockArgument(argument).arg_number
 
 
-def loop_places(argument: ir.Value) -> list[ir.Value]:
-    """The values a ``while`` holds in the same place as its block argument ``argument``:
-    its operand, result, both regions' arguments and the body's returned value, which a
-    class of values must take together (none for an argument of any other block: the
-    function's, a reducer's)."""
-    slot = loop_slot(argument)
-    if slot is None:
-        return []
-    loop, index = slot
-    body = loop.regions[1].blocks[0]
-    return [loop.operands[index], loop.results[index], loop.regions[0].blocks[0].arguments[index],
-            body.arguments[index], terminator(body).operands[index]]
-
-
 def invariant_operand(argument: ir.Value) -> ir.Value | None:
     """The loop operand behind a while's block argument when the body returns the argument
     unchanged; None for any other block argument."""

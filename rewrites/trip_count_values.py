@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Types, defining_op, ops_named, terminator
+from scalify_hlo.rewrites.emitter import Types, ops_named, terminator
 from scalify_hlo.rewrites.op_table import Trait, has_trait
-from scalify_hlo.rewrites.program_constants import loop_places
+from scalify_hlo.rewrites.value_cones import source_cone
 
 
 def _walks_through(name: str) -> bool:
@@ -34,20 +34,7 @@ def _walks_through(name: str) -> bool:
 
 def trip_count_values(func: ir.Operation, types: Types) -> set[ir.Value]:
     """The float values of ``func`` that the conditions of its loops are computed from."""
-    found: set[ir.Value] = set()
-    seen: set[ir.Value] = set()
-    pending = [terminator(loop.regions[0].blocks[0]).operands[0]
-               for loop in ops_named(func, "stablehlo.while")]
-    while pending:
-        value = pending.pop()
-        if value in seen:
-            continue
-        seen.add(value)
-        if types.is_scalable(value.type):
-            found.add(value)
-        op = defining_op(value)
-        if op is None:
-            pending.extend(loop_places(value))
-        elif _walks_through(op.name):
-            pending.extend(op.operands)
-    return found
+    starts = (terminator(loop.regions[0].blocks[0]).operands[0]
+              for loop in ops_named(func, "stablehlo.while"))
+    return source_cone(starts, _walks_through, lambda value: types.is_scalable(value.type),
+                       through_others=True)
