@@ -30,7 +30,7 @@ import math
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.constant_values import splat_constant_value
-from scalify_hlo.rewrites.emitter import is_scalable_type, ops_named, terminator
+from scalify_hlo.rewrites.emitter import defining_op, is_scalable_type, ops_named, terminator
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.program_constants import program_splat
 from scalify_hlo.rewrites.scope import RESCALE_ATTR
@@ -92,10 +92,9 @@ def static_trip_count(loop: ir.Operation) -> int | None:
     """The trip count of a counted loop (``i < N`` with ``i`` carried from a constant and
     stepped by 1, as JAX lowers ``scan`` and ``fori_loop``); None for any other loop."""
     cond = loop.regions[0].blocks[0]
-    test = terminator(cond).operands[0].owner
-    if not isinstance(test, ir.OpView) or test.operation.name != "stablehlo.compare":
+    test = defining_op(terminator(cond).operands[0])
+    if test is None or test.name != "stablehlo.compare":
         return None
-    test = test.operation
     if str(test.attributes["comparison_direction"]) != "#stablehlo<comparison_direction LT>":
         return None
     counter, bound = test.operands
@@ -105,10 +104,9 @@ def static_trip_count(loop: ir.Operation) -> int | None:
     limit = program_splat(bound)
     start = program_splat(loop.operands[index])
     body = loop.regions[1].blocks[0]
-    step = terminator(body).operands[index].owner
-    if limit is None or start is None or not isinstance(step, ir.OpView):
+    step = defining_op(terminator(body).operands[index])
+    if limit is None or start is None or step is None:
         return None
-    step = step.operation
     if step.name != "stablehlo.add" or step.operands[0] != body.arguments[index] or \
             splat_constant_value(step.operands[1]) != 1:
         return None
@@ -139,11 +137,12 @@ def drifting_returns(loop: ir.Operation, data_dtype: str,
     marked: dict[ir.Operation, None] = {}
     for arg, out in zip(body.arguments, returned, strict=True):
         factor = factors.get(out) if arg in factors else None
-        if factor is None or abs(factor) <= _TINY or isinstance(out.owner, ir.Block):
+        maker = defining_op(out)
+        if factor is None or abs(factor) <= _TINY or maker is None:
             continue
         if trips is not None and trips * abs(factor) <= margin:
             continue
-        marked[out.owner.operation] = None
+        marked[maker] = None
     return list(marked)
 
 

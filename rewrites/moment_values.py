@@ -87,17 +87,24 @@ def is_gradient(value: ir.Value) -> bool:
     return False
 
 
+def constant_products(value: ir.Value) -> list[tuple[float, ir.Value]]:
+    """``(c, x)`` for each way ``value = c * x`` reads as a product of a constant ``c``
+    (either operand) and ``x``, in operand order; none for any other value."""
+    op = defining_op(value)
+    if op is None or op.name != "stablehlo.multiply":
+        return []
+    a, b = op.operands
+    return [(c, other) for factor, other in ((a, b), (b, a))
+            if (c := constant_value(factor)) is not None]
+
+
 def decayed_state(value: ir.Value, below: float = float("inf"),
                   at_least: float = 0.0) -> ir.Value | None:
     """The entry argument ``m`` of ``value = c * m`` with a constant ``c`` in (0, below),
     and at least ``at_least``."""
-    op = defining_op(value)
-    if op is None or op.name != "stablehlo.multiply":
-        return None
-    for factor, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
-        c = constant_value(factor)
+    for c, other in constant_products(value):
         state = through_converts(other)
-        if c is not None and 0.0 < c < below and c >= at_least and defining_op(state) is None:
+        if 0.0 < c < below and c >= at_least and defining_op(state) is None:
             return state
     return None
 
@@ -110,13 +117,8 @@ def _decayed(value: ir.Value, arguments: set[ir.Value]) -> ir.Value | None:
 
 def _gradient_term(value: ir.Value) -> bool:
     """``d * g`` with a positive constant ``d``, or ``g`` alone, ``g`` a gradient."""
-    op = defining_op(value)
-    if op is not None and op.name == "stablehlo.multiply":
-        for factor, other in ((op.operands[0], op.operands[1]),
-                              (op.operands[1], op.operands[0])):
-            d = constant_value(factor)
-            if d is not None:
-                return d > 0.0 and is_gradient(other)
+    for d, other in constant_products(value):
+        return d > 0.0 and is_gradient(other)
     return is_gradient(value)
 
 

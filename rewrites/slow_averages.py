@@ -24,7 +24,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import defining_op
 from scalify_hlo.rewrites.moment_values import (
-    constant_value,
+    constant_products,
     decayed_state,
     is_gradient,
     state_candidates,
@@ -68,13 +68,9 @@ def _moves_toward(term: ir.Value, state: ir.Value) -> bool:
     """Whether ``term`` is ``k * (x - m)`` (either order) of the state ``m`` with a constant
     ``k`` in (0, 1 - SLOW] and ``x`` not a gradient: an EMA written as a step toward its
     target (``ema + (1 - d) * (w - ema)``, PyTorch's ``lerp``)."""
-    op = defining_op(term)
-    if op is None or op.name != "stablehlo.multiply":
-        return False
-    for factor, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
-        k = constant_value(factor)
+    for k, other in constant_products(term):
         difference = defining_op(other)
-        if (k is not None and 0.0 < k <= 1.0 - SLOW and difference is not None
+        if (0.0 < k <= 1.0 - SLOW and difference is not None
                 and difference.name == "stablehlo.subtract"
                 and through_converts(difference.operands[1]) == state
                 and not is_gradient(difference.operands[0])):
