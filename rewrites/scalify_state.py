@@ -97,6 +97,10 @@ class ScalifyState:
     own_dtype_ops: dict[ir.Operation, ir.Type] = field(default_factory=dict)
     # Why each of those ops computes in its type (the class's name, for ``explain``).
     own_dtype_reasons: dict[ir.Operation, str] = field(default_factory=dict)
+    # Values of ``own_dtypes`` whose data is not kept near unit scale (a loop's residual,
+    # shrinking by 2^-40 in f32 data): an op in the data type reads one rescaled by its amax,
+    # not its data converted (which is 0 or inf in f16).
+    rescaled_when_narrowed: set[ir.Value] = field(default_factory=set)
     # The data type of the op being rewritten: its operands are read in it, its results made
     # in it (None outside an op: values keep their own type).
     current_dtype: ir.Type | None = None
@@ -149,12 +153,15 @@ class ScalifyState:
         return self.data_dtype
 
     def give_own_dtype(self, values: set[ir.Value], dtype: ir.Type, reason: str,
-                       computes_in: Callable[[ir.Operation], bool] | None = None) -> None:
+                       computes_in: Callable[[ir.Operation], bool] | None = None,
+                       rescaled_when_narrowed: bool = False) -> None:
         """Give ``values`` the data type ``dtype`` (wider than the data dtype) for ``reason``
         (their class), and note the ops that touch them, which compute in it (those
         ``computes_in`` accepts, where given); a value or op in two classes (a square of
-        random bits) takes the wider type."""
+        random bits) takes the wider type. ``rescaled_when_narrowed``: see the field."""
         own, own_ops, reasons = self.own_dtypes, self.own_dtype_ops, self.own_dtype_reasons
+        if rescaled_when_narrowed:
+            self.rescaled_when_narrowed.update(values)
         for value in values:
             own[value] = _wider(own.get(value), dtype)
             owner = value.owner

@@ -48,6 +48,7 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
         self._factors: dict[tuple[Scale, str], ir.Value] = {}
         self._unscaled: dict[ir.Value, ir.Value] = {}
         self._converted: dict[tuple[ir.Value, ir.Type], ir.Value] = {}
+        self._rescaled_narrow: dict[tuple[ir.Value, ir.Type], Scaled] = {}
         self.emit = Emitter(ir.InsertionPoint(block), ir.Location.unknown(), constants={},
                             types=state.types)
         # The op being rewritten, its results and their types (see ``results_of``).
@@ -111,6 +112,8 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
         if target is None or found.data_element() == target:
             return found
         key = (old, target)  # types are uniqued: equal types are equal keys
+        if old in self.state.rescaled_when_narrowed and not isinstance(target, ir.F32Type):
+            return self._narrowed(key, found)
         data = self._converted.get(key)
         if data is None:
             value = splat_constant_value(old)
@@ -126,6 +129,19 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
         converted = Scaled(data, found.scale, found.any_scale)
         converted.__dict__["_element"] = target
         return converted
+
+    def _narrowed(self, key: tuple[ir.Value, ir.Type], found: Scaled) -> Scaled:
+        """A wide value whose data may sit anywhere, in the narrow type ``key[1]``: rescaled
+        by its amax first, once per block (see ``ScalifyState.rescaled_when_narrowed``)."""
+        narrowed = self._rescaled_narrow.get(key)
+        if narrowed is None:
+            if not found.any_scale:
+                found = self.rescale(found, "amax:nearest", delayable=True)
+            narrowed = Scaled(self.emit.convert(found.data, key[1]), found.scale,
+                              found.any_scale)
+            narrowed.__dict__["_element"] = key[1]
+            self._rescaled_narrow[key] = narrowed
+        return narrowed
 
     def set(self, old: ir.Value, new: Mapped) -> None:
         self.values[old] = new

@@ -32,6 +32,32 @@ def count_to(x: jax.Array) -> tuple[jax.Array, jax.Array]:
     return r, y
 
 
+def richardson_solve(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``A v = b`` by Richardson steps until the residual ``b - A v`` is 1e-5 of ``b``
+    (at most 400 trips): the condition reads products (``A @ v``, ``r @ r``)."""
+    a = x.T @ x / 4.0 + jnp.eye(8)
+    b = jnp.sum(x, 0)
+
+    def unconverged(state: tuple) -> jax.Array:
+        v, k = state
+        r = b - a @ v
+        return (r @ r > 1e-10 * (b @ b)) & (k < 400)
+
+    def step(state: tuple) -> tuple:
+        v, k = state
+        return v + 0.2 * (b - a @ v), k + 1
+
+    return jax.lax.while_loop(unconverged, step, (jnp.zeros(8), 0))
+
+
+def conjugate_gradient(x: jax.Array) -> jax.Array:
+    """``jax.scipy.sparse.linalg.cg`` to a relative residual of 1e-6: its step size
+    ``gamma / (p @ A p)`` is a value of the condition's cone that the 16-bit update of the
+    solution reads."""
+    a = x.T @ x + 8.0 * jnp.eye(8) * jnp.mean(x * x)
+    return jax.scipy.sparse.linalg.cg(a, jnp.sum(x, 0), tol=1e-6, maxiter=50)[0]
+
+
 def regularized_gamma(x: jax.Array) -> jax.Array:
     """``gammainc(a, x)`` with ``a = |x| + 1``: JAX's series and continued-fraction loops,
     which stop when the next term is below 2^-23 of the sum."""
@@ -65,3 +91,29 @@ def test_a_counted_loop_keeps_its_data_type() -> None:
     rewritten = rewrite_text(text, "scalify{data-dtype=f16}")
     loop = next(line for line in rewritten.splitlines() if "stablehlo.while" in line)
     assert "tensor<4xf16>" in loop and "tensor<4xf32>" not in loop
+
+
+@pytest.mark.parametrize("mode", list(SIXTEEN_BIT))
+def test_a_residual_of_products_converges_in_as_many_trips(mode: str) -> None:
+    """The products the condition reads keep f32 data: in 16 bits the residual stalled near
+    2^-11 of ``b`` and the loop never returned (bounded here at 400 trips)."""
+    x = np.random.default_rng(2).normal(size=(4, 8)).astype(np.float32)
+    v, trips = compile_scaled(richardson_solve, x, policy=SIXTEEN_BIT[mode],
+                              return_scaled=False)(x)
+    want_v, want_trips = jax.jit(richardson_solve)(x)
+    assert int(trips) == int(want_trips) < 400
+    np.testing.assert_allclose(np.asarray(v, np.float64), np.asarray(want_v), rtol=0,
+                               atol=1e-2 * float(np.max(np.abs(want_v))))
+
+
+@pytest.mark.parametrize("exponent", [0, 20])
+def test_conjugate_gradient_solves_in_f16_data(exponent: int) -> None:
+    """NaN before: the 16-bit residual stalled and the solve ran on past its breakdown;
+    then inf: the f32 step size's data narrowed to f16 without its scale."""
+    x = np.random.default_rng(2).normal(size=(4, 8)).astype(np.float32) * np.float32(
+        2.0**exponent)
+    want = np.asarray(jax.jit(conjugate_gradient)(x), np.float64)
+    got = np.asarray(compile_scaled(conjugate_gradient, x, policy=SIXTEEN_BIT["f16"],
+                                    return_scaled=False)(x), np.float64)
+    assert np.isfinite(got).all(), got
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-2 * np.max(np.abs(want)))
