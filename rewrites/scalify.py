@@ -30,7 +30,7 @@ from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, regis
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scalar_values import computes_in_f32, scalar_values
 from scalify_hlo.rewrites.scalify_state import makes_only
-from scalify_hlo.rewrites.schedule_values import schedule_values
+from scalify_hlo.rewrites.schedule_values import constant_expressions, schedule_values
 from scalify_hlo.rewrites.scope import (
     RESCALE_ATTR,
     RESCALE_DRIFTING_ATTR,
@@ -273,15 +273,16 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
             state.give_own_dtype(averages, float_type("f32"), "slow average",
                                  makes_only(averages))
             context.bump("scalify.slow-averages", len(averages))
-        schedules = schedule_values(func, state.types)
+        computed = constant_expressions(func, state.types)
+        schedules = schedule_values(func, state.types, computed)
         if schedules:  # a noise schedule's 0.9999 is 1 in 16 bits (schedule_values.py)
             state.give_own_dtype(schedules, float_type("f32"), "schedule",
-                                 makes_only(schedules))
+                                 makes_only(schedules), rescaled_when_narrowed=computed)
             context.bump("scalify.schedule-values", len(schedules))
         trips = trip_count_values(func, state.types)
         if trips:  # r + 1 is r once r is 256 in bf16 (trip_count_values.py)
             state.give_own_dtype(trips, float_type("f32"), "trip count", makes_only(trips),
-                                 rescaled_when_narrowed=True)
+                                 rescaled_when_narrowed=trips)
             context.bump("scalify.trip-count-values", len(trips))
     # A rank-0 square keeps f32 data (scalar_values.py): its root in 16 bits would only
     # lose bits (Prodigy's learning-rate estimate came back 2^-10 off each step).

@@ -12,6 +12,12 @@ operands are constants or rank-0 values, hold f32 data, as the original computes
 values are a few per example. An op that combines one with a data tensor
 (``sqrt(1 - ab) * noise``) makes a 16-bit result and reads it converted: the coefficient
 keeps f16's relative precision there, which is what the product needs.
+
+A schedule computed in the step from constants (``jnp.cumprod(1 - jnp.linspace(...))``, a
+cosine schedule of constant timesteps) is the same table before XLA folds it: such values
+(``constant_expressions``) start the class as lookups do. Their f32 data is wherever the
+arithmetic left it (``ab / (1 - ab)`` near 1e4), so a 16-bit op reads one rescaled by its
+amax, which XLA folds with it.
 """
 
 from __future__ import annotations
@@ -67,12 +73,56 @@ def _other_operand_allowed(value: ir.Value, types: Types) -> bool:
     return ir.RankedTensorType(value.type).rank == 0 or program_constant(value) is not None
 
 
-def schedule_values(func: ir.Operation, types: Types) -> set[ir.Value]:
-    """The rank-1-or-more float values of ``func`` looked up in a rank-1 constant table,
-    the values between such a table and its lookups, and those computed from lookups
-    through elementwise and layout ops with constants and rank-0 values alone."""
+def constant_expressions(func: ir.Operation, types: Types) -> set[ir.Value]:
+    """The float tensors of ``func``'s body computed from constants alone whose elements
+    differ (from a non-splat constant or an iota), other than the constants themselves: a
+    schedule built in the step (``cumprod(1 - linspace(...))``, a cosine schedule of
+    constant timesteps), which XLA folds at compile time, and the tensors they are computed
+    from. A broadcast of a computed scalar (``1 / sqrt(64)``) that no such tensor reads is
+    left alone. Only ops without regions, or reductions with a reducer, count."""
+    varying: dict[ir.Value, bool] = {}  # computed from constants alone -> elements differ
     found: set[ir.Value] = set()
-    pending: list[ir.Value] = []
+    for op in func.regions[0].blocks[0].operations:
+        op = op.operation
+        name = op.name
+        if name in ("stablehlo.constant", "stablehlo.iota"):
+            for result in op.results:
+                varying[result] = name == "stablehlo.iota" or constant_splat(op) is None
+            continue
+        if (len(op.regions) and name not in _WITH_REDUCER) or not all(
+                operand in varying for operand in op.operands):
+            continue
+        differ = any(varying[operand] for operand in op.operands)
+        for result in op.results:
+            varying[result] = differ
+            if differ and _is_float_tensor(result, types) and program_constant(result) is None:
+                found.add(result)
+    # And the tensors they are computed from (a broadcast of ``cos(0.008 / 1.008 * pi / 2)
+    # ** 2``, which bf16 rounds to 1: the cosine schedule's first alpha_bar divides by it).
+    pending = list(found)
+    while pending:
+        op = defining_op(pending.pop())
+        for operand in op.operands:
+            if (operand in varying and operand not in found and _is_float_tensor(operand, types)
+                    and program_constant(operand) is None):
+                found.add(operand)
+                pending.append(operand)
+    return found
+
+
+# Ops whose region is a reducer (of their operands alone): computed from constants when
+# their operands are.
+_WITH_REDUCER = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
+
+
+def schedule_values(func: ir.Operation, types: Types,
+                    computed: set[ir.Value] = frozenset()) -> set[ir.Value]:
+    """The rank-1-or-more float values of ``func`` looked up in a rank-1 constant table,
+    the values between such a table and its lookups, the values of ``computed``
+    (``constant_expressions``), and those computed from any of these through elementwise
+    and layout ops with constants and rank-0 values alone."""
+    found: set[ir.Value] = set()
+    pending: list[ir.Value] = list(computed)
     for lookup in ops_named(func, *_LOOKUPS):
         table = _table(lookup)
         if table is None or not _is_float_tensor(lookup.results[0], types):

@@ -112,11 +112,12 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
         if target is None or found.data_element() == target:
             return found
         key = (old, target)  # types are uniqued: equal types are equal keys
-        if old in self.state.rescaled_when_narrowed and not isinstance(target, ir.F32Type):
-            return self._narrowed(key, found)
         data = self._converted.get(key)
         if data is None:
             value = splat_constant_value(old)
+            if value is None and old in self.state.rescaled_when_narrowed and not isinstance(
+                    target, ir.F32Type):
+                return self._narrowed(key, found)
             if value is not None and found.scale.is_static:
                 # A constant is made again in the wider type, not widened from f16: Adam's
                 # 0.999 is 0.99902 in f16, which moves 1 - b2 by 2.5%.
@@ -132,11 +133,13 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
 
     def _narrowed(self, key: tuple[ir.Value, ir.Type], found: Scaled) -> Scaled:
         """A wide value whose data may sit anywhere, in the narrow type ``key[1]``: rescaled
-        by its amax first, once per block (see ``ScalifyState.rescaled_when_narrowed``)."""
+        by its amax first, once per block (see ``ScalifyState.rescaled_when_narrowed``).
+        Never the previous call's exponent (delayed-statistics): a schedule computed from
+        constants folds its statistic at compile time, and a stale one saturates."""
         narrowed = self._rescaled_narrow.get(key)
         if narrowed is None:
             if not found.any_scale:
-                found = self.rescale(found, "amax:nearest", delayable=True)
+                found = self.rescale(found, "amax:nearest")
             narrowed = Scaled(self.emit.convert(found.data, key[1]), found.scale,
                               found.any_scale)
             narrowed.__dict__["_element"] = key[1]

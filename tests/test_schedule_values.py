@@ -1,4 +1,5 @@
-"""Values looked up in a constant schedule keep f32 data with 16-bit data (schedule_values.py).
+"""Values looked up in a constant schedule, or computed from constants, keep f32 data with
+16-bit data (schedule_values.py).
 
 A diffusion step indexes its noise schedule, alpha_bar per timestep, by each example's
 timestep. Near t = 0 alpha_bar is 0.9999, which 16 bits round to 1: the noised input lost its
@@ -86,3 +87,31 @@ def test_a_learning_rate_table_read_at_a_step_keeps_its_differences() -> None:
     for i in range(1, 4):
         want = np.asarray(jax.jit(decay)(np.int32(i)))
         np.testing.assert_allclose(np.asarray(step(np.int32(i)), np.float32), want, rtol=1e-2)
+
+
+def _schedule_built_in_the_step(x: jax.Array) -> jax.Array:
+    """alpha_bar computed in the step (``cumprod(1 - linspace(...))``, from constants alone)
+    and read at timesteps 0, 500, 990 and 999, with its min-SNR weight."""
+    ab = jnp.cumprod(1.0 - jnp.linspace(1e-4, 0.02, 1000))[jnp.array([0, 500, 990, 999])]
+    ab = ab[:, None]
+    return jnp.sqrt(ab) * x + jnp.sqrt(1 - ab) * x[::-1] + ab / (1 - ab) * jnp.sum(x)
+
+
+def _cosine_schedule(x: jax.Array) -> jax.Array:
+    """Improved DDPM's cosine alpha_bar of constant timesteps (divided by a computed scalar
+    that bf16 rounds to 1), and its log-SNR."""
+    t = jnp.array([1.0, 500.0, 990.0, 999.0]) / 1000.0
+    f = jnp.cos((t + 0.008) / 1.008 * jnp.pi / 2) ** 2
+    ab = (f / jnp.cos(0.008 / 1.008 * jnp.pi / 2) ** 2)[:, None]
+    return jnp.sqrt(ab) * x + jnp.sqrt(1 - ab) * x[::-1] + jnp.log(ab / (1 - ab))
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("fn", [_schedule_built_in_the_step, _cosine_schedule])
+def test_a_schedule_computed_in_the_step_keeps_its_values_near_one(fn, policy: str) -> None:
+    """A schedule computed from constants is a schedule too: the first alpha_bar (0.9999)
+    was 1 in 16 bits, and ``ab / (1 - ab)`` inf (``log`` of it NaN)."""
+    want = np.asarray(jax.jit(fn)(X0))
+    got = np.asarray(compile_scaled(fn, X0, policy=POLICIES[policy], return_scaled=False)(X0))
+    assert np.isfinite(got).all(), got
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-2 * np.abs(want).max())

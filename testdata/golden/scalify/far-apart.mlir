@@ -218,13 +218,17 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// The same guard beside data whose scale is static and 2^52 above it (iota * 1e9): the
-// constant follows the data's scale (constants_follow_static) and is kept off 0 the same
-// way, so v / (max(v, eps) + v) of v's zero is 0, not NaN.
+// The same guard beside data whose scale is static and 2^52 above it (iota * 1e9). Data
+// computed from constants alone is a schedule (schedule_values.constant_expressions): it
+// holds f32 data, as the original computes it, where the guard is not 0 (2^-49 * 1.05 at
+// the data's scale), so v / (max(v, eps) + v) of v's zero is 0, not NaN; the quotient is
+// rescaled by its amax where the f16 sum reads it.
 // CHECK-LABEL: func.func public @main
-// CHECK-DAG:     [[TINY:%.*]] = stablehlo.constant dense<5.960460e-08> : tensor<4xf16>
-// CHECK:         [[C:%.*]] = stablehlo.maximum {{%.*}}, [[TINY]] : tensor<4xf16>
-// CHECK:         stablehlo.maximum {{%.*}}, [[C]] : tensor<4xf16>
+// CHECK:         [[M:%.*]] = stablehlo.maximum {{%.*}}, {{%.*}} : tensor<4xf32>
+// CHECK:         [[S:%.*]] = stablehlo.add [[M]], {{%.*}} : tensor<4xf32>
+// CHECK:         [[D:%.*]] = stablehlo.divide {{%.*}}, [[S]] : tensor<4xf32>
+// CHECK:         stablehlo.abs [[D]] : tensor<4xf32>
+// CHECK:         stablehlo.convert {{%.*}} : (tensor<4xf32>) -> tensor<4xf16>
 // F32-LABEL: func.func public @main
 // F32-NOT:     stablehlo.constant dense<{{.*}}e-08>
 // F32:         stablehlo.maximum {{.*}} : tensor<4xf32>

@@ -34,17 +34,14 @@ func.func public @tanh_of_an_argument(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// A static operand scale below 1 gives a static result scale: iota * 2^-20 is at 2^-20,
-// so its sine at 2^-19. (The angle and the iota it is made from hold f32 data, as the
-// original computes them: angle_values.py. The sine, computed in f32, is narrowed to f16
-// by its amax where it is handed on.)
+// A sine of a small static scale: iota * 2^-20, computed from constants alone, is a
+// schedule (schedule_values.constant_expressions) and so is its sine: both hold f32 data,
+// as the original computes them, and the sine is handed on in f32 at scale 1, exact.
 
 // CHECK-LABEL: func.func public @sine_of_a_small_static_scale
 // CHECK:         [[I:%.*]] = stablehlo.iota dim = 0 : tensor<4xf32>
 // CHECK:         [[T:%.*]] = stablehlo.sine {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    [[F:%.*]] = stablehlo.constant dense<5.242880e+05> : tensor<4xf32>
-// CHECK-NEXT:    [[D:%.*]] = stablehlo.multiply [[T]], [[F]] : tensor<4xf32>
-// CHECK-NEXT:    {{%.*}} = stablehlo.abs [[D]] : tensor<4xf32>
+// CHECK:         return [[T]], {{%.*}} : tensor<4xf32>, tensor<f32>
 func.func public @sine_of_a_small_static_scale() -> tensor<4xf32> {
   %i = stablehlo.iota dim = 0 : tensor<4xf32>
   %c = stablehlo.constant dense<9.53674316E-7> : tensor<4xf32>
