@@ -115,3 +115,21 @@ def test_a_schedule_computed_in_the_step_keeps_its_values_near_one(fn, policy: s
     got = np.asarray(compile_scaled(fn, X0, policy=POLICIES[policy], return_scaled=False)(X0))
     assert np.isfinite(got).all(), got
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-2 * np.abs(want).max())
+
+
+def test_a_weight_from_the_schedule_past_the_data_types_range_is_rescaled() -> None:
+    """``ab / (1 - ab)`` at ``ab = 0.999999`` is 1e6, past f16's largest: its f32 data was
+    converted as it is where the 16-bit product reads it (inf)."""
+    table = np.cumprod(1 - np.linspace(1e-6, 0.02, 1000)).astype(np.float32)
+
+    def weighted(x: jax.Array, t: jax.Array) -> jax.Array:
+        ab = jnp.asarray(table)[t][:, None]
+        return ab / (1 - ab) * x
+
+    want = np.asarray(jax.jit(weighted)(X0, T))
+    got = np.asarray(compile_scaled(weighted, X0, T, policy=POLICIES["f16"],
+                                    return_scaled=False)(X0, T), np.float64)
+    assert np.isfinite(got).all(), got
+    # One scale for the tensor: the rows of late timesteps, 2^34 below the first, are below
+    # f16's precision there (a per-tensor scale's limit), so the check is against the whole.
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-3 * np.abs(want).max())
