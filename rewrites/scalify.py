@@ -266,8 +266,7 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         scalars = scalar_values(func, state.types)
         if scalars:  # Adam's 1 - 0.999^t is 0 in bf16 (scalar_values.py)
             state.give_own_dtype(scalars, float_type("f32"), "rank 0",
-                                 lambda op: computes_in_f32(op, state.types),
-                                 rescaled_when_narrowed=scalars)
+                                 lambda op: computes_in_f32(op, state.types))
             context.bump("scalify.scalar-values", len(scalars))
         averages = slow_averages(func, classes.squares)  # classes: computed for 16-bit data
         if averages:  # 0.9999 * ema rounds back to ema in 16 bits (slow_averages.py)
