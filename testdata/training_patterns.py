@@ -409,6 +409,21 @@ def pseudo_inverse(x: jax.Array) -> jax.Array:
     return jnp.linalg.pinv(x[:, :4])
 
 
+def conjugate_gradient(x: jax.Array) -> jax.Array:
+    """``jax.scipy.sparse.linalg.cg`` to a relative residual of 1e-6 on a system built from
+    the input: a ``while`` whose condition reads the residual's dot products."""
+    a = x.T @ x + 8.0 * jnp.eye(8) * jnp.mean(x * x)
+    return jax.scipy.sparse.linalg.cg(a, jnp.sum(x, 0), tol=1e-6, maxiter=50)[0]
+
+
+def schedule_in_step(x: jax.Array) -> jax.Array:
+    """A diffusion schedule computed in the step, ``cumprod(1 - linspace(...))``, read at
+    timesteps 0 to 999, and its min-SNR weight ``ab / (1 - ab)`` (near 1e4 at t = 0)."""
+    ab = jnp.cumprod(1.0 - jnp.linspace(1e-4, 0.02, 1000))[jnp.array([0, 500, 990, 999])]
+    ab = ab[:, None]
+    return jnp.sqrt(ab) * x + jnp.sqrt(1 - ab) * x[::-1] + ab / (1 - ab) * jnp.mean(x)
+
+
 PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
     f.__name__: f for f in (
         moe_top2, online_softmax_scan, adafactor, lion, grad_accumulation_scan,
@@ -422,4 +437,4 @@ PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
         sharpness_aware_grad, entropy_grad, swiglu_grad, cumulative_logsumexp, weight_norm_grad,
         gumbel_softmax, safe_distance_grad, fused_attention_grad, diffusion_noising,
         scaled_square_moment, z_loss_grad, inner_steps_momentum, incomplete_gamma,
-        pseudo_inverse)}
+        pseudo_inverse, conjugate_gradient, schedule_in_step)}
