@@ -98,8 +98,8 @@ class ScalifyState:
     # Why each of those ops computes in its type (the class's name, for ``explain``).
     own_dtype_reasons: dict[ir.Operation, str] = field(default_factory=dict)
     # Values of ``own_dtypes`` whose data is not kept near unit scale (a loop's residual,
-    # shrinking by 2^-40 in f32 data): an op in the data type reads one rescaled by its amax,
-    # not its data converted (which is 0 or inf in f16).
+    # shrinking by 2^-40 in f32 data; a schedule's ab / (1 - ab), 1e6): an op in the data type
+    # reads one rescaled by its amax, not its data converted (which is 0 or inf in f16).
     rescaled_when_narrowed: set[ir.Value] = field(default_factory=set)
     # The data type of the op being rewritten: its operands are read in it, its results made
     # in it (None outside an op: values keep their own type).
