@@ -41,6 +41,14 @@ class Rescaler:
     emit: Emitter
     parent: Scope | None
 
+    def narrowed(self, value: Scaled, element: ir.Type, delayable: bool = False) -> Scaled:
+        """``value``, whose wide data may sit anywhere, in the narrower ``element``: rescaled
+        by its amax first (all-zero data, at any scale, as it is), then converted.
+        ``delayable``: as for ``rescale``."""
+        if not value.any_scale:
+            value = self.rescale(value, "amax:nearest", delayable=delayable)
+        return Scaled(self.emit.convert(value.data, element), value.scale, value.any_scale)
+
     def rescale(self, value: Scaled, how: str, delayable: bool = False,
                 element: ir.Type | None = None, result: bool = False) -> Scaled:
         """Move ``pow2(amax or rms of data)`` from data to scale (1 for zero/non-finite).

@@ -277,12 +277,12 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
         schedules = schedule_values(func, state.types, computed)
         if schedules:  # a noise schedule's 0.9999 is 1 in 16 bits (schedule_values.py)
             state.give_own_dtype(schedules, float_type("f32"), "schedule",
-                                 makes_only(schedules), rescaled_when_narrowed=schedules)
+                                 makes_only(schedules), rescaled_when_narrowed=True)
             context.bump("scalify.schedule-values", len(schedules))
         trips = trip_count_values(func, state.types)
         if trips:  # r + 1 is r once r is 256 in bf16 (trip_count_values.py)
             state.give_own_dtype(trips, float_type("f32"), "trip count", makes_only(trips),
-                                 rescaled_when_narrowed=trips)
+                                 rescaled_when_narrowed=True)
             context.bump("scalify.trip-count-values", len(trips))
     # A rank-0 square keeps f32 data (scalar_values.py): its root in 16 bits would only
     # lose bits (Prodigy's learning-rate estimate came back 2^-10 off each step).

@@ -4,7 +4,7 @@ across the scopes of its blocks (settings, wide values, reporting).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -154,14 +154,15 @@ class ScalifyState:
 
     def give_own_dtype(self, values: set[ir.Value], dtype: ir.Type, reason: str,
                        computes_in: Callable[[ir.Operation], bool] | None = None,
-                       rescaled_when_narrowed: Iterable[ir.Value] = ()) -> None:
+                       rescaled_when_narrowed: bool = False) -> None:
         """Give ``values`` the data type ``dtype`` (wider than the data dtype) for ``reason``
         (their class), and note the ops that touch them, which compute in it (those
         ``computes_in`` accepts, where given); a value or op in two classes (a square of
-        random bits) takes the wider type. ``rescaled_when_narrowed``: those of ``values``
-        whose data is not kept near unit scale (see the field)."""
+        random bits) takes the wider type. ``rescaled_when_narrowed``: the values' data is not
+        kept near unit scale (see the field)."""
         own, own_ops, reasons = self.own_dtypes, self.own_dtype_ops, self.own_dtype_reasons
-        self.rescaled_when_narrowed.update(rescaled_when_narrowed)
+        if rescaled_when_narrowed:
+            self.rescaled_when_narrowed.update(values)
         for value in values:
             own[value] = _wider(own.get(value), dtype)
             owner = value.owner

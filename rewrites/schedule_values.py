@@ -73,6 +73,11 @@ def _other_operand_allowed(value: ir.Value, types: Types) -> bool:
     return ir.RankedTensorType(value.type).rank == 0 or program_constant(value) is not None
 
 
+# Ops whose region is a reducer (of their operands alone): computed from constants when
+# their operands are.
+_WITH_REDUCER = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
+
+
 def constant_expressions(func: ir.Operation, types: Types) -> set[ir.Value]:
     """The float tensors of ``func``'s body computed from constants alone whose elements
     differ (from a non-splat constant or an iota), other than the constants themselves: a
@@ -108,11 +113,6 @@ def constant_expressions(func: ir.Operation, types: Types) -> set[ir.Value]:
                 found.add(operand)
                 pending.append(operand)
     return found
-
-
-# Ops whose region is a reducer (of their operands alone): computed from constants when
-# their operands are.
-_WITH_REDUCER = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
 
 
 def schedule_values(func: ir.Operation, types: Types,

@@ -138,10 +138,7 @@ class Scope(ScaleBuilder, CommonScale, Rescaler, TypeConverter, Walker):
         constants folds its statistic at compile time, and a stale one saturates."""
         narrowed = self._rescaled_narrow.get(key)
         if narrowed is None:
-            if not found.any_scale:
-                found = self.rescale(found, "amax:nearest")
-            narrowed = Scaled(self.emit.convert(found.data, key[1]), found.scale,
-                              found.any_scale)
+            narrowed = self.narrowed(found, key[1])
             narrowed.__dict__["_element"] = key[1]
             self._rescaled_narrow[key] = narrowed
         return narrowed

@@ -62,14 +62,16 @@ class Walker:
             if isinstance(found, Scaled):
                 target = state.dtype_of(result)
                 if found.data_element() != target:
-                    if not found.any_scale and target == self.state.data_dtype:
-                        found = self.rescale(found, "amax:nearest", delayable=True)
+                    if target != self.state.data_dtype:
+                        self.set(result, Scaled(self.emit.convert(found.data, target),
+                                                found.scale, found.any_scale))
+                        continue
+                    if not found.any_scale:
                         state.context.record(
                             op.name, op.location, "rescale",
                             f"amax:nearest, {dtype_name(found.data_element())} to "
                             f"{dtype_name(target)} (square-dtype)")
-                    self.set(result, Scaled(self.emit.convert(found.data, target), found.scale,
-                                            found.any_scale))
+                    self.set(result, self.narrowed(found, target, delayable=True))
 
     def results_of(self, op: ir.Operation) -> tuple[list[ir.Value], list[ir.Type]]:
         """``op``'s results and their types; for the op being rewritten, as ``_rewrite_op``
