@@ -16,6 +16,12 @@ The values are those of the blocks scalify walks: the function's and those of it
 branches, whose block arguments and results must agree with what they carry (all rank-0
 values are in the class, so they do). A reducer's region is not walked: its arguments are
 the reduction's element type.
+
+A scalar made by ``exp`` or ``power`` (``x * exp(-t / 50)``, ``x * 0.98 ** t``), or by
+products, quotients and sign changes of one, can sit anywhere in f32's range: 4e-9 at
+t = 1000, which a raw convert to f16 makes 0. Those alone are read rescaled by their amax
+where a 16-bit op reads them (``unbounded_scalars``); every rank-0 value read so made
+runtime scales of the scalars that clips and guards compare at static scales.
 """
 
 from __future__ import annotations
@@ -51,4 +57,33 @@ def scalar_values(func: ir.Operation, types: Types) -> set[ir.Value]:
             found.update(value for value in op.results if _is_scalar(value.type, types))
             if op.name in CONTROL_FLOW_OPS:
                 pending += [inner for region in op.regions for inner in region.blocks]
+    return found
+
+
+# Ops whose rank-0 result can leave 16-bit range from operands inside it, and the ops that
+# carry such a result on (a product or quotient of one can be as far out).
+_UNBOUNDED_MAKERS = frozenset({"stablehlo.exponential", "stablehlo.exponential_minus_one",
+                               "stablehlo.power"})
+_UNBOUNDED_CARRIERS = frozenset({"stablehlo.multiply", "stablehlo.divide", "stablehlo.negate",
+                                 "stablehlo.convert", "stablehlo.reshape"})
+
+
+def unbounded_scalars(func: ir.Operation, scalars: set[ir.Value]) -> set[ir.Value]:
+    """The scalars (of ``scalar_values``) made by an exp or a power, or by a carrier op that
+    reads one, in block order (an operand is defined before its user)."""
+    found: set[ir.Value] = set()
+    pending = [block for region in func.regions for block in region.blocks]
+    while pending:
+        block = pending.pop()
+        for op in block.operations:
+            op = op.operation
+            if op.name in CONTROL_FLOW_OPS:
+                pending += [inner for region in op.regions for inner in region.blocks]
+                continue
+            if len(op.results) != 1 or op.results[0] not in scalars:
+                continue
+            if op.name in _UNBOUNDED_MAKERS or (
+                    op.name in _UNBOUNDED_CARRIERS
+                    and any(value in found for value in op.operands)):
+                found.add(op.results[0])
     return found

@@ -28,7 +28,11 @@ from scalify_hlo.rewrites.loop_drift import mark_drifting_carries
 from scalify_hlo.rewrites.moment_values import first_moments
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.rules import RULES
-from scalify_hlo.rewrites.scalar_values import computes_in_f32, scalar_values
+from scalify_hlo.rewrites.scalar_values import (
+    computes_in_f32,
+    scalar_values,
+    unbounded_scalars,
+)
 from scalify_hlo.rewrites.scalify_state import makes_only
 from scalify_hlo.rewrites.schedule_values import constant_expressions, schedule_values
 from scalify_hlo.rewrites.scope import (
@@ -268,6 +272,8 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
             state.give_own_dtype(scalars, float_type("f32"), "rank 0",
                                  lambda op: computes_in_f32(op, state.types))
             context.bump("scalify.scalar-values", len(scalars))
+            # exp(-t / 50) at t = 1000 is 0 in f16, converted raw (scalar_values.py).
+            state.rescaled_when_narrowed.update(unbounded_scalars(func, scalars))
         averages = slow_averages(func, classes.squares)  # classes: computed for 16-bit data
         if averages:  # 0.9999 * ema rounds back to ema in 16 bits (slow_averages.py)
             state.give_own_dtype(averages, float_type("f32"), "slow average",

@@ -69,3 +69,24 @@ def test_rank0_values_hold_f32_data() -> None:
     assert new_w.data.dtype == jnp.bfloat16
     assert loss.data.dtype == jnp.float32
     np.testing.assert_allclose(np.asarray(loss.data * loss.scale), 4.0, rtol=1e-6)
+
+
+# Scalars that exp or power take past f16's range at t = 1000: 4.8e-9, 1.7e-9, 4.9e8; the
+# last is a product of an exp and a constant.
+FAR_SCALARS = {
+    "exp_decay": lambda x, t: x * jnp.exp(-t / 50.0),
+    "power_decay": lambda x, t: x * 0.98 ** t,
+    "exp_growth_times_a_constant": lambda x, t: x * (jnp.exp(t / 50.0) * 1e-3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAR_SCALARS))
+def test_a_scalar_from_exp_past_f16s_range_is_read_rescaled(name: str) -> None:
+    """Converted raw, the first two were 0 in f16 data and the third inf."""
+    fn = FAR_SCALARS[name]
+    x = np.random.default_rng(0).normal(size=(4, 8)).astype(np.float32)
+    t = np.float32(1000.0)
+    want = np.asarray(jax.jit(fn)(x, t), np.float64)
+    got = np.asarray(compile_scaled(fn, x, t, policy=POLICIES["f16"][0],
+                                    return_scaled=False)(x, t), np.float64)
+    assert np.max(np.abs(got - want)) <= 2e-3 * np.max(np.abs(want))
