@@ -17,11 +17,12 @@ branches, whose block arguments and results must agree with what they carry (all
 values are in the class, so they do). A reducer's region is not walked: its arguments are
 the reduction's element type.
 
-A scalar made by ``exp`` or ``power`` (``x * exp(-t / 50)``, ``x * 0.98 ** t``), or by
-products, quotients and sign changes of one, can sit anywhere in f32's range: 4e-9 at
-t = 1000, which a raw convert to f16 makes 0. Those alone are read rescaled by their amax
-where a 16-bit op reads them (``unbounded_scalars``); every rank-0 value read so made
-runtime scales of the scalars that clips and guards compare at static scales.
+A scalar made by a nonlinear op (``x * exp(-t / 50)``, ``x * 0.98 ** t``,
+``x * sigmoid(-t / 50)``), or by products, quotients and sign changes of one, can sit
+anywhere in f32's range: 4e-9 at t = 1000, which a raw convert to f16 makes 0. Those alone
+are read rescaled by their amax where a 16-bit op reads them (``unbounded_scalars``): every
+rank-0 value read so made runtime scales of the scalars that clips and guards compare at
+static scales.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ from __future__ import annotations
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Types
-from scalify_hlo.rewrites.op_table import CONTROL_FLOW_OPS
+from scalify_hlo.rewrites.op_table import (
+    CONTROL_FLOW_OPS,
+    Family,
+    Trait,
+    has_trait,
+    ops_in_family,
+)
 
 
 def _is_scalar(t: ir.Type, types: Types) -> bool:
@@ -60,17 +67,26 @@ def scalar_values(func: ir.Operation, types: Types) -> set[ir.Value]:
     return found
 
 
-# Ops whose rank-0 result can leave 16-bit range from operands inside it, and the ops that
-# carry such a result on (a product or quotient of one can be as far out).
-_UNBOUNDED_MAKERS = frozenset({"stablehlo.exponential", "stablehlo.exponential_minus_one",
-                               "stablehlo.power"})
+# Ops whose rank-0 result can leave 16-bit range from an operand inside it: the nonlinear
+# ops, whose results are stored at a scale chosen without their values (exp(-20) is 2e-9,
+# tanh(1e-9) 1e-9, log(1 + 1e-9) 1e-9), but those whose results keep their operand's range
+# (floor, round) and those that make no data (bits, random numbers).
+_UNBOUNDED_MAKERS = frozenset(
+    name for name in ops_in_family(Family.NONLINEAR)
+    if not has_trait(name, Trait.OPERAND_BOUNDED)
+    and name not in ("stablehlo.bitcast_convert", "stablehlo.is_finite", "stablehlo.rng",
+                     "stablehlo.rng_bit_generator"))
+# The ops that carry such a result on: a product or quotient of one can be as far out, and
+# so can a sum (1 + exp(20)) or a difference (1 - 0.999999 ** t is 1e-6 at t = 1).
 _UNBOUNDED_CARRIERS = frozenset({"stablehlo.multiply", "stablehlo.divide", "stablehlo.negate",
-                                 "stablehlo.convert", "stablehlo.reshape"})
+                                 "stablehlo.abs", "stablehlo.convert", "stablehlo.reshape",
+                                 "stablehlo.add", "stablehlo.subtract"})
 
 
 def unbounded_scalars(func: ir.Operation, scalars: set[ir.Value]) -> set[ir.Value]:
-    """The scalars (of ``scalar_values``) made by an exp or a power, or by a carrier op that
-    reads one, in block order (an operand is defined before its user)."""
+    """The scalars (of ``scalar_values``) made by a nonlinear op that can take them out of
+    16-bit range, or by a carrier op that reads one, in block order (an operand is defined
+    before its user)."""
     found: set[ir.Value] = set()
     pending = [block for region in func.regions for block in region.blocks]
     while pending:

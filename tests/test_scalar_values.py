@@ -71,21 +71,26 @@ def test_rank0_values_hold_f32_data() -> None:
     np.testing.assert_allclose(np.asarray(loss.data * loss.scale), 4.0, rtol=1e-6)
 
 
-# Scalars that exp or power take past f16's range at t = 1000: 4.8e-9, 1.7e-9, 4.9e8; the
-# last is a product of an exp and a constant.
+# Scalars that a nonlinear op takes past f16's normal range, then carried on by products,
+# sums and differences: at t = 1000 exp(-20) is 2e-9 and exp(20) 5e8; at t = 1 a bias
+# correction with b = 0.999999 is 1e-6, where f16 keeps 4 bits.
 FAR_SCALARS = {
-    "exp_decay": lambda x, t: x * jnp.exp(-t / 50.0),
-    "power_decay": lambda x, t: x * 0.98 ** t,
-    "exp_growth_times_a_constant": lambda x, t: x * (jnp.exp(t / 50.0) * 1e-3),
+    "exp_decay": (lambda x, t: x * jnp.exp(-t / 50.0), 1000.0),
+    "power_decay": (lambda x, t: x * 0.98 ** t, 1000.0),
+    "exp_growth_times_a_constant": (lambda x, t: x * (jnp.exp(t / 50.0) * 1e-3), 1000.0),
+    "sigmoid": (lambda x, t: x * jax.nn.sigmoid(-t / 50.0), 1000.0),  # 1 / (1 + exp(20))
+    "tanh_of_a_small_value": (lambda x, t: x * jnp.tanh(t * 1e-12), 1000.0),
+    "bias_correction": (lambda x, t: x * (1.0 - 0.999999 ** t), 1.0),
 }
 
 
 @pytest.mark.parametrize("name", sorted(FAR_SCALARS))
-def test_a_scalar_from_exp_past_f16s_range_is_read_rescaled(name: str) -> None:
-    """Converted raw, the first two were 0 in f16 data and the third inf."""
-    fn = FAR_SCALARS[name]
+def test_a_scalar_from_a_nonlinear_op_past_f16s_range_is_read_rescaled(name: str) -> None:
+    """Converted raw, these were 0 in f16 data (inf for the growth, 1.2% off for the bias
+    correction)."""
+    fn, step = FAR_SCALARS[name]
     x = np.random.default_rng(0).normal(size=(4, 8)).astype(np.float32)
-    t = np.float32(1000.0)
+    t = np.float32(step)
     want = np.asarray(jax.jit(fn)(x, t), np.float64)
     got = np.asarray(compile_scaled(fn, x, t, policy=POLICIES["f16"][0],
                                     return_scaled=False)(x, t), np.float64)

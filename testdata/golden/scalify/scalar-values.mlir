@@ -3,8 +3,9 @@
 
 // Adam's second-moment correction 1 - 0.999^t: bf16 rounds 0.999 to 1.0, so in bf16 data
 // the correction was 0 and the corrected moment inf. Rank-0 values hold f32 data: the
-// constant, the power and the difference are f32, rounded once where the broadcast makes a
-// tensor of the difference.
+// constant, the power and the difference are f32, rescaled by the difference's amax (a
+// difference of a power can be 1e-6, past f16's normal range) and rounded once where the
+// broadcast makes a tensor of it.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    (%arg0: tensor<i32>, %arg1: tensor<4xbf16>, %arg2: tensor<f32>)
@@ -12,7 +13,8 @@
 // CHECK-DAG:     [[T:%.*]] = stablehlo.convert %arg0 : (tensor<i32>) -> tensor<f32>
 // CHECK:         [[P:%.*]] = stablehlo.power {{%.*}}, [[T]] : tensor<f32>
 // CHECK:         [[D:%.*]] = stablehlo.subtract {{%.*}}, [[P]] : tensor<f32>
-// CHECK-NEXT:    [[N:%.*]] = stablehlo.convert [[D]] : (tensor<f32>) -> tensor<bf16>
+// CHECK:         [[R:%.*]] = stablehlo.multiply [[D]], {{%.*}} : tensor<f32>
+// CHECK:         [[N:%.*]] = stablehlo.convert [[R]] : (tensor<f32>) -> tensor<bf16>
 // CHECK-NEXT:    stablehlo.broadcast_in_dim [[N]], dims = [] : (tensor<bf16>) -> tensor<4xbf16>
 
 // F16-LABEL: func.func public @main
