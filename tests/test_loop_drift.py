@@ -86,3 +86,43 @@ def test_only_drifting_carries_of_long_loops_are_rescaled() -> None:
     assert _rescaled_ops(lambda x: jax.lax.fori_loop(0, 300, lambda i, y: y * 0.5, x), X) == 0
     assert _rescaled_ops(lambda x: jax.lax.fori_loop(0, 12, lambda i, y: y * 0.99, x), X) == 0
     assert _rescaled_ops(decay, X) > 0
+
+
+# Products with a loop-invariant value of unknown data (2026-11-30): a runtime scale leaves
+# that data within 2^(+-1/2), so 40 trips of it moved the carry's data up to 2^20: inf in f16
+# where f32 holds 2e6.
+INVARIANT_FACTORS = {
+    "argument": (lambda x, s: jax.lax.fori_loop(0, 40, lambda i, y: y * s, x), 1.4),
+    "computed_in_the_body": (
+        lambda x, s: jax.lax.fori_loop(0, 40, lambda i, y: y * jnp.sqrt(s), x), 1.96),
+    "broadcast_in_the_body": (
+        lambda x, s: jax.lax.fori_loop(0, 40, lambda i, y: y * (s * jnp.ones_like(y)), x),
+        1.4),
+    "a_decay_to_f32_underflow": (  # 0 in f32: was NaN (exp(-10)'s data rescaled to 1.47)
+        lambda x, s: jax.lax.fori_loop(0, 40, lambda i, y: y * jnp.exp(-s / 100.0), x),
+        1000.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INVARIANT_FACTORS))
+def test_a_product_with_a_loop_invariant_value_over_many_trips_stays_in_f16s_range(
+        name: str) -> None:
+    fn, factor = INVARIANT_FACTORS[name]
+    s = np.float32(factor)
+    want = np.asarray(jax.jit(fn)(X, s), np.float64)
+    got = np.asarray(compile_scaled(fn, X, s, policy=POLICIES["f16"][0],
+                                    return_scaled=False)(X, s), np.float64)
+    assert np.isfinite(got).all(), got
+    # 40 roundings of the product to f16 (plain f16 rounds as many times).
+    assert np.max(np.abs(got - want)) <= 2e-2 * max(np.max(np.abs(want)), 1e-30)
+
+
+def test_a_product_with_a_loop_invariant_value_over_few_trips_is_not_rescaled() -> None:
+    """Within f16's margin (12 trips, half a binade each: a scan over layers) no amax; 40
+    trips in f16 one per trip; f32's margin holds them."""
+    def rescaled(trips: int, dtype: str) -> int:
+        step = jax.jit(lambda x, s: jax.lax.fori_loop(0, trips, lambda i, y: y * s, x))
+        text = step.lower(X, np.float32(1.4)).as_text()
+        return rewrite_text(text, f"scalify{{data-dtype={dtype}}}").count("stablehlo.reduce")
+    assert rescaled(12, "f16") == rescaled(40, "f32") == 0
+    assert rescaled(40, "f16") > 0
