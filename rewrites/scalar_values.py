@@ -76,30 +76,44 @@ _UNBOUNDED_MAKERS = frozenset(
     if not has_trait(name, Trait.OPERAND_BOUNDED)
     and name not in ("stablehlo.bitcast_convert", "stablehlo.is_finite", "stablehlo.rng",
                      "stablehlo.rng_bit_generator"))
-# The ops that carry such a result on: a product or quotient of one can be as far out, and
-# so can a sum (1 + exp(20)) or a difference (1 - 0.999999 ** t is 1e-6 at t = 1).
+_BRANCHES = frozenset(ops_in_family(Family.CASE))
+# The ops that carry such a result on: a product or quotient of one can be as far out, so
+# can a sum (1 + exp(20)), a difference (1 - 0.999999 ** t is 1e-6 at t = 1) and a pick
+# (max(exp(-t / 40), 1e-12), where(t > 5, exp(-t / 40), 1)).
 _UNBOUNDED_CARRIERS = frozenset({"stablehlo.multiply", "stablehlo.divide", "stablehlo.negate",
                                  "stablehlo.abs", "stablehlo.convert", "stablehlo.reshape",
-                                 "stablehlo.add", "stablehlo.subtract"})
+                                 "stablehlo.add", "stablehlo.subtract", "stablehlo.select",
+                                 "stablehlo.maximum", "stablehlo.minimum"})
 
 
 def unbounded_scalars(func: ir.Operation, scalars: set[ir.Value]) -> set[ir.Value]:
     """The scalars (of ``scalar_values``) made by a nonlinear op that can take them out of
-    16-bit range, or by a carrier op that reads one, in block order (an operand is defined
-    before its user)."""
+    16-bit range, by a carrier op that reads one, or returned by a branch of a ``case``
+    that returns one there, in block order (an operand is defined before its user)."""
     found: set[ir.Value] = set()
-    pending = [block for region in func.regions for block in region.blocks]
-    while pending:
-        block = pending.pop()
-        for op in block.operations:
-            op = op.operation
-            if op.name in CONTROL_FLOW_OPS:
-                pending += [inner for region in op.regions for inner in region.blocks]
-                continue
-            if len(op.results) != 1 or op.results[0] not in scalars:
-                continue
-            if op.name in _UNBOUNDED_MAKERS or (
-                    op.name in _UNBOUNDED_CARRIERS
-                    and any(value in found for value in op.operands)):
-                found.add(op.results[0])
+    for region in func.regions:
+        for block in region.blocks:
+            _walk_unbounded(block, scalars, found)
     return found
+
+
+def _walk_unbounded(block: ir.Block, scalars: set[ir.Value], found: set[ir.Value]) -> None:
+    for op in block.operations:
+        op = op.operation
+        if op.name in CONTROL_FLOW_OPS:
+            for region in op.regions:
+                for inner in region.blocks:
+                    _walk_unbounded(inner, scalars, found)
+            if op.name in _BRANCHES:  # a result is what one of its branches returns
+                returned = [list(region.blocks[0].operations)[-1].operands
+                            for region in op.regions]
+                found.update(result for position, result in enumerate(op.results)
+                             if result in scalars
+                             and any(values[position] in found for values in returned))
+            continue
+        if len(op.results) != 1 or op.results[0] not in scalars:
+            continue
+        if op.name in _UNBOUNDED_MAKERS or (
+                op.name in _UNBOUNDED_CARRIERS
+                and any(value in found for value in op.operands)):
+            found.add(op.results[0])

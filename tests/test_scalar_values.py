@@ -81,6 +81,10 @@ FAR_SCALARS = {
     "sigmoid": (lambda x, t: x * jax.nn.sigmoid(-t / 50.0), 1000.0),  # 1 / (1 + exp(20))
     "tanh_of_a_small_value": (lambda x, t: x * jnp.tanh(t * 1e-12), 1000.0),
     "bias_correction": (lambda x, t: x * (1.0 - 0.999999 ** t), 1.0),
+    "picked_by_where": (lambda x, t: x * jnp.where(t > 5, jnp.exp(-t / 40.0), 1.0), 1000.0),
+    "a_maximum": (lambda x, t: x * jnp.maximum(jnp.exp(-t / 40.0), 1e-12), 1000.0),
+    "returned_by_a_branch": (
+        lambda x, t: x * jax.lax.cond(t > 5, lambda: jnp.exp(-t / 40.0), lambda: t), 1000.0),
 }
 
 
