@@ -17,13 +17,13 @@ move, retype or negate data keep it. A product with a loop-invariant value of un
 half a binade, as far as a runtime scale leaves its data from 1: 40 trips of ``y * s`` with
 ``s = 1.4`` moved the data by up to 2^20, inf in f16. The other addend bounds the drift
 only where the sum's scale follows it: not under ``common-scale=first``, where it follows
-the first operand, nor where the addend is a zero fill, whose scale is any (``0.9 * m + 0``, a
-momentum whose gradient is masked off, came back NaN in f32 mode after 300 trips). The
-walk ends at anything else: a product with a value from the data, a dot, a nonlinear op.
-A carry that comes back with a factor
-other than 1 drifts; unless the loop's trip count is known and small enough to keep the
-factor within the data type's margin (a scan over a model's layers), the op that makes
-its returned value is rescaled from its amax, once per trip.
+the first operand, nor where the addend is a zero fill, whose scale is any
+(``0.9 * m + 0``, a momentum whose gradient is masked off, came back NaN in f32 mode after
+300 trips). The walk ends at anything else: a product with a value from the data, a dot, a
+nonlinear op. A carry that comes back with a factor other than 1 drifts; unless the loop's
+trip count is known and small enough to keep the factor within the data type's margin (a
+scan over a model's layers), the op that makes its returned value is rescaled from its
+amax, once per trip.
 """
 
 from __future__ import annotations

@@ -18,18 +18,18 @@ values are in the class, so they do). A reducer's region is not walked: its argu
 the reduction's element type.
 
 A scalar made by a nonlinear op (``x * exp(-t / 50)``, ``x * 0.98 ** t``,
-``x * sigmoid(-t / 50)``), or by products, quotients and sign changes of one, can sit
-anywhere in f32's range: 4e-9 at t = 1000, which a raw convert to f16 makes 0. Those alone
-are read rescaled by their amax where a 16-bit op reads them (``unbounded_scalars``): every
-rank-0 value read so made runtime scales of the scalars that clips and guards compare at
-static scales.
+``x * sigmoid(-t / 50)``), or by products, quotients, sums, differences and picks of one,
+can sit anywhere in f32's range: 4e-9 at t = 1000, which a raw convert to f16 makes 0.
+Those alone are read rescaled by their amax where a 16-bit op reads them
+(``unbounded_scalars``): every rank-0 value read so made runtime scales of the scalars that
+clips and guards compare at static scales.
 """
 
 from __future__ import annotations
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Types
+from scalify_hlo.rewrites.emitter import Types, terminator
 from scalify_hlo.rewrites.op_table import (
     CONTROL_FLOW_OPS,
     Family,
@@ -76,7 +76,6 @@ _UNBOUNDED_MAKERS = frozenset(
     if not has_trait(name, Trait.OPERAND_BOUNDED)
     and name not in ("stablehlo.bitcast_convert", "stablehlo.is_finite", "stablehlo.rng",
                      "stablehlo.rng_bit_generator"))
-_BRANCHES = frozenset(ops_in_family(Family.CASE))
 # The ops that carry such a result on: a product or quotient of one can be as far out, so
 # can a sum (1 + exp(20)), a difference (1 - 0.999999 ** t is 1e-6 at t = 1) and a pick
 # (max(exp(-t / 40), 1e-12), where(t > 5, exp(-t / 40), 1)).
@@ -84,6 +83,8 @@ _UNBOUNDED_CARRIERS = frozenset({"stablehlo.multiply", "stablehlo.divide", "stab
                                  "stablehlo.abs", "stablehlo.convert", "stablehlo.reshape",
                                  "stablehlo.add", "stablehlo.subtract", "stablehlo.select",
                                  "stablehlo.maximum", "stablehlo.minimum"})
+# Ops whose results are what one of their regions returns.
+_BRANCHES = frozenset(ops_in_family(Family.CASE))
 
 
 def unbounded_scalars(func: ir.Operation, scalars: set[ir.Value]) -> set[ir.Value]:
@@ -105,8 +106,7 @@ def _walk_unbounded(block: ir.Block, scalars: set[ir.Value], found: set[ir.Value
                 for inner in region.blocks:
                     _walk_unbounded(inner, scalars, found)
             if op.name in _BRANCHES:  # a result is what one of its branches returns
-                returned = [list(region.blocks[0].operations)[-1].operands
-                            for region in op.regions]
+                returned = [terminator(region.blocks[0]).operands for region in op.regions]
                 found.update(result for position, result in enumerate(op.results)
                              if result in scalars
                              and any(values[position] in found for values in returned))

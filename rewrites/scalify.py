@@ -273,7 +273,9 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
                                  lambda op: computes_in_f32(op, state.types))
             context.bump("scalify.scalar-values", len(scalars))
             # exp(-t / 50) at t = 1000 is 0 in f16, converted raw (scalar_values.py).
-            state.rescaled_when_narrowed.update(unbounded_scalars(func, scalars))
+            unbounded = unbounded_scalars(func, scalars)
+            state.rescaled_when_narrowed.update(unbounded)
+            context.bump("scalify.unbounded-scalars", len(unbounded))
         averages = slow_averages(func, classes.squares)  # classes: computed for 16-bit data
         if averages:  # 0.9999 * ema rounds back to ema in 16 bits (slow_averages.py)
             state.give_own_dtype(averages, float_type("f32"), "slow average",
