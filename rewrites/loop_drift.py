@@ -34,6 +34,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.emitter import defining_op, is_scalable_type, ops_named, terminator
+from scalify_hlo.rewrites.loop_invariants import invariant_arguments, invariant_body_ops
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.program_constants import program_splat
 from scalify_hlo.rewrites.scope import RESCALE_ATTR
@@ -112,14 +113,6 @@ def _other_factor(value: ir.Value, invariant: set[ir.Value], data_dtype: str,
     return UNKNOWN_BITS if value in invariant else None
 
 
-def _defined_outside(value: ir.Value, body: ir.Block) -> bool:
-    """Whether ``value`` comes from outside the loop's body (a constant, or a value the
-    body captures)."""
-    owner = value.owner
-    block = owner if isinstance(owner, ir.Block) else owner.operation.block
-    return block != body
-
-
 def static_trip_count(loop: ir.Operation) -> int | None:
     """The trip count of a counted loop (``i < N`` with ``i`` carried from a constant and
     stepped by 1, as JAX lowers ``scan`` and ``fori_loop``); None for any other loop."""
@@ -156,13 +149,12 @@ def drifting_returns(loop: ir.Operation, data_dtype: str,
         if out != arg and is_scalable_type(arg.type)}
     if not factors:
         return []
-    invariant = {arg for arg, out in zip(body.arguments, returned, strict=True) if out == arg}
+    invariant = set(invariant_arguments(loop)) | {
+        result for op in invariant_body_ops(loop, lambda op: op.name in _INVARIANT_OPS)
+        for result in op.results}
     for op in list(body.operations)[:-1]:
         op = op.operation
         if not any(v in factors for v in op.operands):
-            if op.name in _INVARIANT_OPS and all(
-                    v in invariant or _defined_outside(v, body) for v in op.operands):
-                invariant.update(op.results)
             continue
         factor = _factor(op, factors, invariant, data_dtype, unit_shifts)
         if factor is not None:

@@ -17,7 +17,14 @@ from typing import Any
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Emitter, attributes_of, ops_named, scalar_type
+from scalify_hlo.rewrites.emitter import (
+    Emitter,
+    attributes_of,
+    ops_named,
+    scalar_type,
+    terminator,
+)
+from scalify_hlo.rewrites.loop_invariants import invariant_arguments, invariant_body_ops
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 
@@ -33,40 +40,33 @@ def _is_scalar(value: ir.Value) -> bool:
     return isinstance(value_type, ir.RankedTensorType) and not value_type.shape
 
 
+def _hoisted_or_constant(op: ir.Operation) -> bool:
+    """A body constant (invariant; copied out where a hoisted op uses it) or a pure scalar
+    op, which is hoisted where its operands are invariant."""
+    return op.name == "stablehlo.constant" or (
+        op.name in _HOISTABLE and all(_is_scalar(r) for r in op.results))
+
+
 class _LoopHoist:
     """The hoisting of one while op: which body ops are invariant, and the new loop."""
 
     def __init__(self, loop: ir.Operation) -> None:
         self.loop = loop
         self.body = loop.regions[1].blocks[0]
-        ops = [op.operation for op in self.body.operations]
-        self.terminator = ops[-1]
-        self.body_ops = ops[:-1]
+        self.terminator = terminator(self.body)
         self.constants: set[ir.Value] = set()
 
     def invariant_ops(self) -> tuple[list[ir.Operation], dict[ir.Value, ir.Value]]:
         """The scalar ops of the body (top level) whose operands are all loop-invariant, in
         order, and the outer value of every invariant body argument (``self.constants``: the
         body's constants, copied out when a hoisted op uses one)."""
-        arguments = list(self.body.arguments)
-        returned = list(self.terminator.operands)
-        outer = {arg: operand for arg, operand, result in
-                 zip(arguments, self.loop.operands, returned, strict=True) if result == arg}
-        local = set(arguments)  # body values; anything else is defined outside the loop
-        invariant = set(outer)
         hoisted: list[ir.Operation] = []
-        for op in self.body_ops:
-            results = list(op.results)
-            local.update(results)
+        for op in invariant_body_ops(self.loop, _hoisted_or_constant):
             if op.name == "stablehlo.constant":
-                invariant.update(results)
-                self.constants.update(results)
-                continue
-            if (op.name in _HOISTABLE and all(_is_scalar(r) for r in results)
-                    and all(v in invariant or v not in local for v in op.operands)):
+                self.constants.update(op.results)
+            else:
                 hoisted.append(op)
-                invariant.update(results)
-        return hoisted, outer
+        return hoisted, invariant_arguments(self.loop)
 
     def run(self) -> int:
         hoisted, outer = self.invariant_ops()
