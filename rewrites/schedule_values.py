@@ -78,6 +78,11 @@ def _other_operand_allowed(value: ir.Value, types: Types) -> bool:
 _WITH_REDUCER = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
 
 
+def _computed_float_tensor(value: ir.Value, types: Types) -> bool:
+    """A float tensor that is not itself a constant (``program_constant``)."""
+    return _is_float_tensor(value, types) and program_constant(value) is None
+
+
 def constant_expressions(func: ir.Operation, types: Types) -> set[ir.Value]:
     """The float tensors of ``func``'s body computed from constants alone whose elements
     differ (from a non-splat constant or an iota), other than the constants themselves: a
@@ -100,7 +105,7 @@ def constant_expressions(func: ir.Operation, types: Types) -> set[ir.Value]:
         differ = any(varying[operand] for operand in op.operands)
         for result in op.results:
             varying[result] = differ
-            if differ and _is_float_tensor(result, types) and program_constant(result) is None:
+            if differ and _computed_float_tensor(result, types):
                 found.add(result)
     # And the tensors they are computed from (a broadcast of ``cos(0.008 / 1.008 * pi / 2)
     # ** 2``, which bf16 rounds to 1: the cosine schedule's first alpha_bar divides by it).
@@ -108,8 +113,8 @@ def constant_expressions(func: ir.Operation, types: Types) -> set[ir.Value]:
     while pending:
         op = defining_op(pending.pop())
         for operand in op.operands:
-            if (operand in varying and operand not in found and _is_float_tensor(operand, types)
-                    and program_constant(operand) is None):
+            if (operand in varying and operand not in found
+                    and _computed_float_tensor(operand, types)):
                 found.add(operand)
                 pending.append(operand)
     return found
