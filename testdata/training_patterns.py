@@ -424,6 +424,117 @@ def schedule_in_step(x: jax.Array) -> jax.Array:
     return jnp.sqrt(ab) * x + jnp.sqrt(1 - ab) * x[::-1] + ab / (1 - ab) * jnp.mean(x)
 
 
+
+# Drawn from a second generator, so that the constants above keep their values.
+_RNG2 = np.random.default_rng(3)
+NOISE = _RNG2.normal(size=(4, 8)).astype(np.float32)
+DECODER = (_RNG2.normal(size=(4, 8)) * 0.3).astype(np.float32)
+
+
+def scan_unrolled_ema(x: jax.Array) -> jax.Array:
+    """A moving average over 64 steps under ``lax.scan(unroll=4)`` (four trips per loop trip),
+    and the per-step sums it stacks."""
+    def body(m: jax.Array, t: jax.Array) -> tuple[jax.Array, jax.Array]:
+        m = 0.9 * m + 0.1 * x * jnp.cos(t)
+        return m, m.sum()
+    m, sums = jax.lax.scan(body, jnp.zeros_like(x), jnp.arange(64, dtype=jnp.float32), unroll=4)
+    return jnp.concatenate([m.ravel(), sums])
+
+
+def int8_matmul(x: jax.Array) -> jax.Array:
+    """Symmetric int8 quantization by the max magnitude, an int8 x int8 -> int32 dot, and the
+    dequantized product."""
+    step = jnp.max(jnp.abs(x)) / 127.0 + 1e-30
+    codes = jnp.clip(jnp.round(x / step), -127, 127).astype(jnp.int8)
+    w_step = float(np.abs(W).max()) / 127.0
+    w_codes = jnp.asarray(np.round(W / w_step).astype(np.int8))
+    acc = jax.lax.dot_general(codes, w_codes, (((1,), (0,)), ((), ())),
+                              preferred_element_type=jnp.int32)
+    return acc.astype(jnp.float32) * step * w_step
+
+
+def standardize_grad(x: jax.Array) -> jax.Array:
+    """``jax.nn.standardize`` over rows (eps 1e-5 added to the variance) and its gradient."""
+    def loss(z: jax.Array) -> jax.Array:
+        return jnp.sum(jax.nn.standardize(z, axis=-1) * W[0])
+    return jnp.concatenate([jax.nn.standardize(x, axis=-1).ravel(), jax.grad(loss)(x).ravel()])
+
+
+def sliding_window_softmax(x: jax.Array) -> jax.Array:
+    """Scores outside a causal window of 3 set to -inf (not a large negative), the softmax of
+    each row, and its gradient."""
+    i = jnp.arange(8)
+    window = (i[:, None] >= i[None, :]) & (i[:, None] - i[None, :] < 3)
+
+    def probabilities(z: jax.Array) -> jax.Array:
+        return jax.nn.softmax(jnp.where(window, z.T @ z / 8.0, -jnp.inf), axis=-1)
+    grad = jax.grad(lambda z: jnp.sum(probabilities(z) * W))(x)
+    return jnp.concatenate([probabilities(x).ravel(), grad.ravel()])
+
+
+def ignore_index_xent(x: jax.Array) -> jax.Array:
+    """A cross-entropy whose ignored targets (-100) are masked out and whose mean is over the
+    valid ones, and its gradient."""
+    labels = jnp.array([3, -100, 5, -100])
+
+    def loss(z: jax.Array) -> jax.Array:
+        valid = labels >= 0
+        picked = jnp.take_along_axis(jax.nn.log_softmax(z, -1),
+                                     jnp.where(valid, labels, 0)[:, None], -1)[:, 0]
+        return -jnp.sum(jnp.where(valid, picked, 0.0)) / jnp.maximum(valid.sum(), 1)
+    return jnp.concatenate([loss(x)[None], jax.grad(loss)(x).ravel()])
+
+
+def vae_elbo_grad(x: jax.Array) -> jax.Array:
+    """A VAE's negative ELBO: a reparametrized sample with a softplus standard deviation, a
+    reconstruction error and the KL to N(0, 1) (its ``log(sigma)``), and the gradient."""
+    def loss(z: jax.Array) -> jax.Array:
+        mu, sigma = z[:, :4], jax.nn.softplus(z[:, 4:]) + 1e-6
+        sample = mu + sigma * NOISE[:, :4]
+        kl = 0.5 * jnp.sum(sigma ** 2 + mu ** 2 - 1.0 - 2.0 * jnp.log(sigma))
+        return jnp.sum((sample @ DECODER - NOISE) ** 2) + kl
+    return jnp.concatenate([loss(x)[None], jax.grad(loss)(x).ravel()])
+
+
+def maxabs_normalize_grad(x: jax.Array) -> jax.Array:
+    """``x / (max|x| + 1e-12)``, the normalization FP8 recipes apply, and its gradient."""
+    def normalized(z: jax.Array) -> jax.Array:
+        return z / (jnp.max(jnp.abs(z)) + 1e-12)
+    grad = jax.grad(lambda z: jnp.sum(normalized(z) * W[:4]))(x)
+    return jnp.concatenate([normalized(x).ravel(), grad.ravel()])
+
+
+def huber_small_delta(x: jax.Array) -> jax.Array:
+    """A Huber loss with delta 1e-3 (quadratic only in a narrow band), and its gradient."""
+    def loss(z: jax.Array) -> jax.Array:
+        error = z - 0.5 * NOISE
+        size = jnp.abs(error)
+        return jnp.sum(jnp.where(size <= 1e-3, 0.5 * error * error, 1e-3 * (size - 0.5e-3)))
+    return jnp.concatenate([loss(x)[None], jax.grad(loss)(x).ravel()])
+
+
+def learned_temperature(x: jax.Array) -> jax.Array:
+    """Logits times ``exp(log_t)`` with the log-temperature read from the input (a learned
+    parameter), a log-softmax, and the gradient through both."""
+    def loss(z: jax.Array) -> jax.Array:
+        return jnp.sum(jax.nn.log_softmax(z[1:] * jnp.exp(z[0, 0] * 0.1), -1) * NOISE[1:])
+    return jnp.concatenate([loss(x)[None], jax.grad(loss)(x).ravel()])
+
+
+def lookahead_scan(x: jax.Array) -> jax.Array:
+    """Lookahead: fast weights take 12 steps toward the input under ``lax.scan``, the slow
+    weights move halfway to them every fourth step (``t % 4``), and the fast ones restart
+    there."""
+    def body(carry: tuple[jax.Array, jax.Array], t: jax.Array
+             ) -> tuple[tuple[jax.Array, jax.Array], None]:
+        fast, slow = carry
+        fast = fast - 0.1 * (fast - x)
+        sync = (t % 4) == 3
+        slow = jnp.where(sync, slow + 0.5 * (fast - slow), slow)
+        return (jnp.where(sync, slow, fast), slow), None
+    (fast, slow), _ = jax.lax.scan(body, (jnp.zeros_like(x), jnp.zeros_like(x)), jnp.arange(12))
+    return jnp.concatenate([fast.ravel(), slow.ravel()])
+
 PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
     f.__name__: f for f in (
         moe_top2, online_softmax_scan, adafactor, lion, grad_accumulation_scan,
@@ -437,4 +548,6 @@ PATTERNS: dict[str, Callable[[jax.Array], jax.Array]] = {
         sharpness_aware_grad, entropy_grad, swiglu_grad, cumulative_logsumexp, weight_norm_grad,
         gumbel_softmax, safe_distance_grad, fused_attention_grad, diffusion_noising,
         scaled_square_moment, z_loss_grad, inner_steps_momentum, incomplete_gamma,
-        pseudo_inverse, conjugate_gradient, schedule_in_step)}
+        pseudo_inverse, conjugate_gradient, schedule_in_step, scan_unrolled_ema,
+        int8_matmul, standardize_grad, sliding_window_softmax, ignore_index_xent, vae_elbo_grad,
+        maxabs_normalize_grad, huber_small_delta, learned_temperature, lookahead_scan)}
