@@ -28,6 +28,9 @@ FP8_EXPONENT_RANGES = {"f8E4M3FN": (-6, 8), "f8E5M2": (-14, 15)}
 FP8_FORMAT_ALIASES = {"float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2"}
 # The smallest normal exponent of each FP8 format (below it, subnormals with fewer bits).
 FP8_MIN_NORMAL_EXPONENT = {"f8E4M3FN": -6, "f8E5M2": -14}
+# The exponent of each FP8 format's smallest subnormal (the smallest normal's, less the
+# mantissa bits): E5M2 shares f16's normals but not its subnormals, which reach 2^-24.
+FP8_SMALLEST_EXPONENT = {"f8E4M3FN": -9, "f8E5M2": -16}
 # The element types a data half of the scaled signature may have: the data dtypes, and FP8
 # for training state stored in 8 bits (an optimizer's first moment, ``moment-format``).
 STORAGE_DTYPES = (*DATA_DTYPES, *FP8_FORMATS)

@@ -49,11 +49,11 @@ class Policy:
     data_dtype: element type of the data halves (float32, bfloat16 or float16).
     fp8_dots: cast the operands of eligible dot_generals to FP8.
     forward_format / gradient_format: FP8 formats of activations and weights / of gradients.
-    fp8_scaling: auto (amax where the FP8 format's exponent range is narrower than the data
-        dtype's: E4M3FN operands; E5M2 holds f16's range, so f16 gradients cast as they
-        are), amax (each FP8 operand brought to its format's top binade by a power of two
-        from its own amax, undone on the dot's output: data that propagation left far from
-        unit scale keeps its bits) or none (the data cast as it is; E4M3FN holds 2^-9..448).
+    fp8_scaling: auto (amax where the FP8 format does not hold every power of two of the
+        data dtype: every pair today, E5M2 flushing f16's subnormals below 2^-16), amax
+        (each FP8 operand brought to its format's top binade by a power of two from its
+        own amax, undone on the dot's output: data that propagation left far from unit
+        scale keeps its bits) or none (the data cast as it is; E4M3FN holds 2^-9..448).
     min_dot_size: dots with fewer multiply-adds (M*N*K per batch) stay in the data dtype.
     fp8_output_head: False (the default): the step's output head (the dots that produce the
         loss, a classifier's logits, and their gradient dots) stays in the data dtype, as

@@ -98,8 +98,9 @@ def test_h100_updates_run_in_the_weights_layout(gpt_text: str) -> None:
     the layout of its gradient's GEMM or of its FP8 cast, a transpose kernel per weight,
     moment and result (here 23 against the floor's 1). What is left: each of the 4 weights
     cast once for both of its dots (forward, input gradient) is transposed in f16 before its
-    cast kernel writes both layouts."""
+    cast kernel writes both layouts, and 2 more since the E5M2 gradient operands take their
+    amax shift too (``measures_amax``: E5M2 flushes f16's subnormals)."""
     floor = gpu_aot.compile_h100(rewrite_text(gpt_text, "inline,fp8-dots{scaling=none}"))
     rewritten = gpu_aot.compile_h100(rewrite_text(gpt_text, DEFAULT_PIPELINE))
     assert rewritten.cublas_f8 == floor.cublas_f8 > 0
-    assert _wide_transposes(rewritten.hlo_text) <= _wide_transposes(floor.hlo_text) + 4
+    assert _wide_transposes(rewritten.hlo_text) <= _wide_transposes(floor.hlo_text) + 6

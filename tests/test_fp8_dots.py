@@ -543,3 +543,33 @@ def test_remat_forward_operands_stay_e4m3() -> None:
     assert recomputed
     for dot in recomputed:  # x @ w1 again: both operands are forward values
         assert (dot.lhs, dot.rhs) == ("f8E4M3FN", "f8E4M3FN"), dot
+
+
+def test_a_masked_gradient_far_below_its_scale_survives_e5m2() -> None:
+    """A gradient whose largest entries a ReLU mask zeroes keeps the scale they set: its kept
+    entries' f16 data sit 2^-20 below it, among f16's subnormals, which E5M2 flushes below
+    2^-16. Cast as it was (no shift: E5M2 has f16's normals), the dot's whole gradient was 0;
+    with the operand's amax shift it is exact here (operands of 0, 1 and values E4M3FN
+    holds, and no entry near the mask's edge for FP8 to move across it)."""
+    import jax
+    import jax.numpy as jnp
+
+    from scalify_hlo import compile_scaled
+
+    weights = np.array([[1.0, -1.0, 0.75, -0.5], [-0.5, 1.0, -1.0, 0.75],
+                        [0.75, -0.5, 1.0, -1.0], [-1.0, 0.75, -0.5, 1.0],
+                        [0.5, 0.5, -0.75, -0.75], [-0.75, -0.75, 0.5, 0.5],
+                        [1.0, 0.5, 0.75, -1.0], [-0.5, -1.0, -0.75, 0.5]], np.float32)
+    x = np.eye(4, 8, dtype=np.float32)
+
+    def grad(u: jax.Array) -> jax.Array:
+        def loss(v: jax.Array) -> jax.Array:
+            z = v @ weights
+            weight = jax.lax.stop_gradient(jnp.where(z > 0, 1.0, 2.0 ** 20))
+            return jnp.sum(jax.nn.relu(z) * weight)
+        return jax.grad(loss)(u)
+
+    want = np.asarray(jax.jit(grad)(x))
+    assert np.abs(want).max() == 1.75  # (z > 0) @ weights.T
+    got = compile_scaled(grad, x, policy=Policy(), return_scaled=False)(x)
+    np.testing.assert_array_equal(np.asarray(got), want)

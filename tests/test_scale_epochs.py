@@ -65,11 +65,13 @@ def _instructions(text: str) -> int:
 
 def test_xla_cpu_stops_copying_scale_chains() -> None:
     """The default policy's MLP step: XLA:CPU copied each exponent chain into every
-    fusion that uses it; read from the vectors, the optimized module is smaller."""
+    fusion that uses it; read from the vectors, the optimized module is smaller (by 6%
+    since every FP8 operand, E5M2 ones too, takes an amax shift whose short chain stays
+    scalar; 10% before)."""
     rewritten = rewrite_text(STEP, DEFAULT)
     before = _instructions(rewritten)
     after = _instructions(rewrite_text(rewritten, "materialize-scales"))
-    assert after < 0.9 * before, (after, before)
+    assert after < 0.95 * before, (after, before)
 
 
 def test_a_delayed_step_packs_its_exponents_and_keeps_its_numbers() -> None:
