@@ -100,8 +100,8 @@ def shift_range(data: str) -> tuple[int, int]:
     f16 the powers of two it holds as normals (2^-14 to 2^15), because the shift is applied
     in the data's own type (``times_pow2``). For f16 the bound costs nothing: an amax under
     2^-7 keeps its data below E4M3FN's top binade, but every f16 value is a multiple of
-    2^-24, and 2^-24 * 2^15 is E4M3FN's smallest subnormal, 2^-9 (E5M2 holds f16's range
-    and takes no shift), so no f16 value the wider shift would have kept flushes to zero,
+    2^-24, and 2^-24 * 2^15 is E4M3FN's smallest subnormal, 2^-9 (E5M2's, 2^-16, is lower
+    still), so no f16 value the wider shift would have kept flushes to zero,
     and the f16 normals land on E4M3FN normals, where the cast rounds as it would anyway."""
     low, high = EXPONENT_RANGES.get(data, (-MAX_SHIFT, MAX_SHIFT))
     return max(low, -MAX_SHIFT), min(high, MAX_SHIFT)

@@ -22,7 +22,7 @@ DATA_DTYPE_ALIASES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 FP8_MAX = {"f8E4M3FN": 448.0, "f8E5M2": 57344.0}
 FP8_FORMATS = tuple(FP8_MAX)
 FP8_TOP_EXPONENT = {"f8E4M3FN": 7, "f8E5M2": 14}
-# (smallest normal exponent, largest exponent) of each FP8 format: E5M2 has f16's range.
+# (smallest normal exponent, largest exponent) of each FP8 format: E5M2 has f16's normals.
 FP8_EXPONENT_RANGES = {"f8E4M3FN": (-6, 8), "f8E5M2": (-14, 15)}
 # User-facing names of the FP8 formats (Policy fields), by MLIR name.
 FP8_FORMAT_ALIASES = {"float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2"}
