@@ -24,8 +24,10 @@ from scalify_hlo.dtypes import (
 from scalify_hlo.rewrites.delayed_statistics import DelayedExponents
 from scalify_hlo.rewrites.emitter import Emitter, element_type, float_type, shape_of
 
-# Bound on an operand's shift, so that both shifts and their sum stay normal f32 powers of two.
-MAX_SHIFT = 60
+# Bounds on a shift of f32 data (and of any operand that is not of a data dtype, shifted in
+# f32): its factor is a normal f32 power of two. Two such shifts can sum past f32's normals;
+# fp8-dots undoes them as two factors then (``undo_range``).
+MIN_SHIFT, MAX_SHIFT = EXPONENT_RANGES["f32"]
 
 
 def free_dims(rank: int, batch: list[int], contracting: list[int]) -> list[int]:
@@ -64,7 +66,7 @@ class OperandLayout:
         return OperandLayout(permutation, grouped, contracting_position, free_position)
 
 
-def amax_shift(emit: Emitter, wide: ir.Value, fmt: str, low: int = -MAX_SHIFT,
+def amax_shift(emit: Emitter, wide: ir.Value, fmt: str, low: int = MIN_SHIFT,
                 high: int = MAX_SHIFT) -> ir.Value:
     """The rank-0 i32 ``e`` that brings the amax of ``wide`` (f32) into the format's top
     binade, within [``low``, ``high``]; 0 for an amax of 0, a subnormal, inf or NaN (the cast
@@ -96,15 +98,23 @@ def measures_amax(scaling: str, fmt: str, data_dtype: str) -> bool:
 
 
 def shift_range(data: str) -> tuple[int, int]:
-    """The shifts an operand of ``data`` dtype may take: what ``MAX_SHIFT`` allows, and for
-    f16 the powers of two it holds as normals (2^-14 to 2^15), because the shift is applied
-    in the data's own type (``times_pow2``). For f16 the bound costs nothing: an amax under
-    2^-7 keeps its data below E4M3FN's top binade, but every f16 value is a multiple of
-    2^-24, and 2^-24 * 2^15 is E4M3FN's smallest subnormal, 2^-9 (E5M2's, 2^-16, is lower
-    still), so no f16 value the wider shift would have kept flushes to zero,
-    and the f16 normals land on E4M3FN normals, where the cast rounds as it would anyway."""
-    low, high = EXPONENT_RANGES.get(data, (-MAX_SHIFT, MAX_SHIFT))
-    return max(low, -MAX_SHIFT), min(high, MAX_SHIFT)
+    """The shifts an operand of ``data`` dtype may take: the powers of two it holds as
+    normals, because the shift is applied in the data's own type (``times_pow2``). For bf16
+    and f32 that is f32's whole range: bf16 data with no rescale point grows past 2^74 (a
+    scan's squared outputs near f32's largest), and a shift bound of 60 left it 2^50 above
+    the format's largest value, every element clamped to it. For f16 the bound costs
+    nothing: an amax under 2^-7 keeps its data below E4M3FN's top binade, but every f16
+    value is a multiple of 2^-24, and 2^-24 * 2^15 is E4M3FN's smallest subnormal, 2^-9
+    (E5M2's, 2^-16, is lower still), so no f16 value the wider shift would have kept
+    flushes to zero, and the f16 normals land on E4M3FN normals, where the cast rounds as
+    it would anyway."""
+    return EXPONENT_RANGES.get(data, (MIN_SHIFT, MAX_SHIFT))
+
+
+def undo_range(*data: str) -> tuple[int, int]:
+    """The exponents the undo of the shifts of operands of ``data`` dtypes can take."""
+    ranges = [shift_range(dtype) for dtype in data]
+    return -sum(high for _, high in ranges), -sum(low for low, _ in ranges)
 
 
 def times_pow2(emit: Emitter, value: ir.Value, shift: ir.Value) -> ir.Value:

@@ -26,6 +26,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.dtypes import (
     DATA_DTYPES,
+    EXPONENT_RANGES,
     FP8_FORMATS,
 )
 from scalify_hlo.errors import PipelineError, RewriteError
@@ -43,7 +44,12 @@ from scalify_hlo.rewrites.emitter import (
     ops_named,
     shape_of,
 )
-from scalify_hlo.rewrites.fp8_casts import OperandLayout, cast_operand, free_dims
+from scalify_hlo.rewrites.fp8_casts import (
+    OperandLayout,
+    cast_operand,
+    free_dims,
+    undo_range,
+)
 from scalify_hlo.rewrites.gradient_join import carry_mark
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.output_head import output_head
@@ -180,7 +186,10 @@ def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "no
     if shifts:  # the operands' shifts undone, with the 2^-k, as one rank-0 factor
         i32 = emit.types.scalar_i32
         total = shifts[0] if len(shifts) == 1 else emit.binary("stablehlo.add", *shifts, i32)
-        undo = emit.pow2_of_exponent(emit.unary("stablehlo.negate", total, i32))
+        shifted = [str(element_type(value)) for value, shift
+                   in ((lhs, lhs_shift), (rhs, rhs_shift)) if shift is not None]
+        undo = _pow2_of_undo(emit, emit.unary("stablehlo.negate", total, i32),
+                             undo_range(*shifted))
         if factor is not None:
             undo = emit.binary("stablehlo.multiply", undo, emit.scalar_f32(factor[1]))
         product = emit.binary("stablehlo.multiply", product,
@@ -188,6 +197,21 @@ def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "no
     elif factor is not None:
         product = emit.binary("stablehlo.multiply", product, emit.splat(factor[1], product.type))
     _replace_dot(op, factor, emit.convert(product, element_type(output)))
+
+
+def _pow2_of_undo(emit: Emitter, exponent: ir.Value, bounds: tuple[int, int]) -> ir.Value:
+    """``2^exponent`` as a rank-0 f32. Where the shifts' ``bounds`` reach past f32's normal
+    exponents (bf16 and f32 operands, each shifted by up to 2^+-126), as the product of two
+    normal halves: a product beyond f32's range is 0 or inf, as the dot's value is."""
+    low, high = EXPONENT_RANGES["f32"]
+    if low <= bounds[0] and bounds[1] <= high:
+        return emit.pow2_of_exponent(exponent)
+    i32 = emit.types.scalar_i32
+    half = emit.binary("stablehlo.shift_right_arithmetic", exponent, emit.int_scalar(1), i32)
+    rest = emit.binary("stablehlo.subtract", exponent, half, i32)
+    return emit.binary("stablehlo.multiply",
+                       emit.pow2_of_exponent(emit.clamp_exponent(half, low, high)),
+                       emit.pow2_of_exponent(emit.clamp_exponent(rest, low, high)))
 
 
 def widen_dot(op: ir.Operation, operands_in_f32: bool = False) -> None:
