@@ -182,14 +182,15 @@ def rewrite_dot(op: ir.Operation, lhs_fmt: str, rhs_fmt: str, scaling: str = "no
     # The unit-scaling 2^-k: in f32 right after the GEMM, where XLA folds it, and before the
     # narrowing convert can overflow.
     factor = _output_scale(output)
-    shifts = [shift for shift in (lhs_shift, rhs_shift) if shift is not None]
-    if shifts:  # the operands' shifts undone, with the 2^-k, as one rank-0 factor
+    # The shifted operands' shifts and data types, found once.
+    shifted = [(shift, str(element_type(value)))
+               for value, shift in ((lhs, lhs_shift), (rhs, rhs_shift)) if shift is not None]
+    if shifted:  # the operands' shifts undone, with the 2^-k, as one rank-0 factor
         i32 = emit.types.scalar_i32
+        shifts = [shift for shift, _ in shifted]
         total = shifts[0] if len(shifts) == 1 else emit.binary("stablehlo.add", *shifts, i32)
-        shifted = [str(element_type(value)) for value, shift
-                   in ((lhs, lhs_shift), (rhs, rhs_shift)) if shift is not None]
         undo = _pow2_of_undo(emit, emit.unary("stablehlo.negate", total, i32),
-                             undo_range(*shifted))
+                             undo_range(*(data for _, data in shifted)))
         if factor is not None:
             undo = emit.binary("stablehlo.multiply", undo, emit.scalar_f32(factor[1]))
         product = emit.binary("stablehlo.multiply", product,
