@@ -364,13 +364,17 @@ class Emitter:
     def pow2_round(self, x: ir.Value) -> ir.Value:
         """``x`` rounded to the nearest power of two (exact powers of two stay as they are):
         a reduce_precision to 0 mantissa bits, which also keeps 0, inf and NaN."""
+        return self.reduce_precision(x, 8, 0)
+
+    def reduce_precision(self, x: ir.Value, exponent_bits: int, mantissa_bits: int) -> ir.Value:
+        """``x`` rounded (to nearest even) to ``mantissa_bits`` and ``exponent_bits``."""
         i32 = self.types.i32
+
+        def bits(count: int) -> ir.Attribute:
+            return self.types.attribute(("i32", count), lambda: ir.IntegerAttr.get(i32, count))
+
         return self.op("stablehlo.reduce_precision", [x], [x.type], {
-            "exponent_bits": self.types.attribute(("i32", 8),
-                                                  lambda: ir.IntegerAttr.get(i32, 8)),
-            "mantissa_bits": self.types.attribute(("i32", 0),
-                                                  lambda: ir.IntegerAttr.get(i32, 0)),
-        }).result
+            "exponent_bits": bits(exponent_bits), "mantissa_bits": bits(mantissa_bits)}).result
 
     def compare(self, direction: str, a: ir.Value, b: ir.Value) -> ir.Value:
         """``a <direction> b`` as i1 of ``a``'s shape: a FLOAT compare of floats, a SIGNED

@@ -94,6 +94,16 @@ class Trait(Enum):
     HOISTABLE = ("pure elementwise, no regions or side effects: a scalar instance with "
                  "loop-invariant operands is hoisted out of its loop (loop_scales.py), and "
                  "XLA copies one into its users (scale_epochs.py)")
+    ROUNDS = ("makes new values, rounded to its result type (sums, products, dots, nonlinear "
+              "functions, converts): where the data type has more significand bits than the "
+              "op's own type (a bf16 op in f32 data), its results are rounded to that type's "
+              "significand, as the original rounds them (walk.py; ops without a rule too)")
+
+
+# Families whose every op makes new values in its own type: a nonlinear op, computed in the
+# original type, is rounded again because XLA may drop a convert pair around it
+# (``xla_allow_excess_precision``: bf16 -> f32 -> bf16 -> f32 is then one convert).
+_MAKE_NEW_VALUES = frozenset({Family.NONLINEAR, Family.CONVERT, Family.PRODUCER})
 
 
 @dataclass(frozen=True)
@@ -113,17 +123,19 @@ def _op(name: str, family: Family | None, *traits: Trait,
         wide_operands: tuple[int, ...] = (), infinity_limit: float = 0.0) -> OpRecord:
     if Trait.HOISTABLE in traits:  # pure elementwise by definition
         traits += (Trait.ELEMENTWISE,)
+    if family in _MAKE_NEW_VALUES:
+        traits += (Trait.ROUNDS,)
     return OpRecord(name, family, frozenset(traits), wide_operands, infinity_limit)
 
 
 F = Family
 (HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS, LAYOUT_ONLY, ZERO_FILL_THROUGH, HOISTABLE,
  ELEMENTWISE, RANGE_BOUNDED, BOUNDED_WHERE_NONPOSITIVE, OPERAND_BOUNDED, VANISHES_AT_ZERO,
- PERIODIC) = (
+ PERIODIC, ROUNDS) = (
     Trait.HOMOGENEOUS, Trait.SUMS, Trait.KEEPS_RANGE, Trait.JOINS_WIDE_CLASS,
     Trait.LAYOUT_ONLY, Trait.ZERO_FILL_THROUGH, Trait.HOISTABLE, Trait.ELEMENTWISE,
     Trait.RANGE_BOUNDED, Trait.BOUNDED_WHERE_NONPOSITIVE, Trait.OPERAND_BOUNDED,
-    Trait.VANISHES_AT_ZERO, Trait.PERIODIC)
+    Trait.VANISHES_AT_ZERO, Trait.PERIODIC, Trait.ROUNDS)
 
 # Grouped by family, in the order docs/ops.md lists the families.
 RECORDS = (
@@ -152,26 +164,26 @@ RECORDS = (
     _op("stablehlo.select", F.SELECT, HOMOGENEOUS, KEEPS_RANGE, JOINS_WIDE_CLASS, HOISTABLE,
         wide_operands=(1, 2)),
     _op("stablehlo.add", F.ADDITIVE, HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS,
-        HOISTABLE),
+        HOISTABLE, ROUNDS),
     _op("stablehlo.subtract", F.ADDITIVE, HOMOGENEOUS, SUMS, KEEPS_RANGE, JOINS_WIDE_CLASS,
-        HOISTABLE),
+        HOISTABLE, ROUNDS),
     _op("stablehlo.compare", F.COMPARE, HOMOGENEOUS, HOISTABLE),
     _op("stablehlo.sort", F.WITH_REGION),
-    _op("stablehlo.scatter", F.SCATTER),
+    _op("stablehlo.scatter", F.SCATTER, ROUNDS),
     _op("stablehlo.sign", F.SCALE_INVARIANT, HOISTABLE),
-    _op("stablehlo.atan2", F.SCALE_INVARIANT, ELEMENTWISE),
+    _op("stablehlo.atan2", F.SCALE_INVARIANT, ELEMENTWISE, ROUNDS),
     _op("stablehlo.remainder", F.REMAINDER, KEEPS_RANGE, HOISTABLE),
-    _op("stablehlo.multiply", F.MULTIPLY, HOISTABLE),
-    _op("stablehlo.divide", F.DIVIDE, HOISTABLE),
-    _op("chlo.square", F.SQUARE, ELEMENTWISE),
-    *(_op(name, F.DOT) for name in ("stablehlo.dot_general", "stablehlo.convolution")),
-    *(_op(name, F.REDUCE) for name in ("stablehlo.reduce", "stablehlo.reduce_window")),
-    _op("stablehlo.select_and_scatter", F.SELECT_AND_SCATTER),
+    _op("stablehlo.multiply", F.MULTIPLY, HOISTABLE, ROUNDS),
+    _op("stablehlo.divide", F.DIVIDE, HOISTABLE, ROUNDS),
+    _op("chlo.square", F.SQUARE, ELEMENTWISE, ROUNDS),
+    *(_op(name, F.DOT, ROUNDS) for name in ("stablehlo.dot_general", "stablehlo.convolution")),
+    *(_op(name, F.REDUCE, ROUNDS) for name in ("stablehlo.reduce", "stablehlo.reduce_window")),
+    _op("stablehlo.select_and_scatter", F.SELECT_AND_SCATTER, ROUNDS),
     # sqrt and rsqrt do not keep the range, but they are where Adam adds eps: sqrt(nu) + eps
     # must stay wide, or eps (1e-8) flushes next to the largest |g| in f16 and 0 / (0 + eps)
     # is 0 / 0.
-    _op("stablehlo.sqrt", F.SQRT, JOINS_WIDE_CLASS, HOISTABLE),
-    _op("stablehlo.rsqrt", F.SQRT, JOINS_WIDE_CLASS, HOISTABLE),
+    _op("stablehlo.sqrt", F.SQRT, JOINS_WIDE_CLASS, HOISTABLE, ROUNDS),
+    _op("stablehlo.rsqrt", F.SQRT, JOINS_WIDE_CLASS, HOISTABLE, ROUNDS),
     # Hoistable: pure elementwise, cheap enough to copy into users. bitcast_convert is
     # homogeneous only between integers: regions.is_homogeneous checks its types.
     # The results of the nonlinear ops that are none of RANGE_BOUNDED, OPERAND_BOUNDED and
@@ -216,9 +228,9 @@ RECORDS = (
     *(_op(name, F.CASE) for name in ("stablehlo.case", "stablehlo.if")),
     *(_op(name, F.SHARDING) for name in ("sdy.sharding_constraint", "sdy.reshard")),
     _op("sdy.manual_computation", F.MANUAL),
-    *(_op(name, F.COLLECTIVE) for name in (
-        "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather",
-        "stablehlo.all_to_all")),
+    *(_op(name, F.COLLECTIVE, ROUNDS) for name in (
+        "stablehlo.all_reduce", "stablehlo.reduce_scatter")),
+    *(_op(name, F.COLLECTIVE) for name in ("stablehlo.all_gather", "stablehlo.all_to_all")),
     _op("stablehlo.collective_permute", F.PERMUTE),
     # No scale rule: integer and boolean ops, and the region terminator.
     *(_op(name, None, HOMOGENEOUS, HOISTABLE) for name in (

@@ -12,12 +12,14 @@ from collections.abc import Callable
 import numpy as np
 from jax.extend.mlir import ir
 
+from scalify_hlo.dtypes import rounding_bits
 from scalify_hlo.rewrites.constant_values import distinct_values
 from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 
 _HOMOGENEOUS_OPS = ops_with(Trait.HOMOGENEOUS)
 _SUMMING_OPS = ops_with(Trait.SUMS)
+_ROUNDING_OPS = ops_with(Trait.ROUNDS)
 
 
 def _scale_free_constant(op: ir.Operation) -> bool:
@@ -85,12 +87,15 @@ def is_assignment(region: ir.Region) -> bool:
 
 
 def clone_region_retyped(
-    source: ir.Region, target: ir.Region, retype: Callable[[ir.Type], ir.Type]
+    source: ir.Region, target: ir.Region, retype: Callable[[ir.Type], ir.Type],
+    round_as_original: bool = False,
 ) -> None:
     """Copy ``source`` into the empty ``target`` with every type passed through ``retype``.
 
     Float constants are re-emitted in the new element type (their values are scale-free, as
-    checked by ``is_homogeneous``).
+    checked by ``is_homogeneous``). ``round_as_original``: the results of ops that round
+    (``Trait.ROUNDS``) retyped to more significand bits are rounded to their own type's, so
+    a bf16 reduction in f32 data rounds each partial sum as the original does.
     """
     for block in source.blocks:
         new_block = target.blocks.append(*[retype(a.type) for a in block.arguments])
@@ -116,5 +121,25 @@ def clone_region_retyped(
                 ip=ip,
             )
             for old_region, new_region in zip(op.regions, new_op.regions, strict=True):
-                clone_region_retyped(old_region, new_region, retype)
+                clone_region_retyped(old_region, new_region, retype, round_as_original)
             mapping.update(zip(op.results, new_op.results, strict=True))
+            if round_as_original and op.name in _ROUNDING_OPS:
+                for old, new in zip(op.results, new_op.results, strict=True):
+                    mapping[old] = _rounded_as(old.type, new, ip, op.location)
+
+
+def _rounded_as(original: ir.Type, value: ir.Value, ip: ir.InsertionPoint,
+                location: ir.Location) -> ir.Value:
+    """``value`` rounded to the significand of ``original``'s element type, if it has more."""
+    if not is_scalable_type(original):
+        return value
+    bits = rounding_bits(str(ir.ShapedType(original).element_type),
+                         str(ir.ShapedType(value.type).element_type))
+    if bits is None:
+        return value
+    i32 = ir.IntegerType.get_signless(32)
+    return ir.Operation.create(
+        "stablehlo.reduce_precision", results=[value.type], operands=[value],
+        attributes={"exponent_bits": ir.IntegerAttr.get(i32, bits[0]),
+                    "mantissa_bits": ir.IntegerAttr.get(i32, bits[1])},
+        loc=location, ip=ip).result

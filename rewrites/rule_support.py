@@ -32,7 +32,8 @@ def emit_like(scope: Scope, op: ir.Operation, operands: list[ir.Value],
                         attributes, regions=regions)
     if regions:
         for old_region, new_region in zip(op.regions, new.regions, strict=True):
-            clone_region_retyped(old_region, new_region, data_type)
+            clone_region_retyped(old_region, new_region, data_type,
+                                 scope.state.rounds_as_original)
     return new
 
 

@@ -112,6 +112,11 @@ class ScalifyState:
     # that enter a loop as zeros (see ``rule_while``), and common scales of only such.
     unset_factors: set[Factor] = field(default_factory=set)
 
+    # Whether the results of an op that rounds (``Trait.ROUNDS``) whose own type is narrower
+    # than their data (a bf16 op in f32 data) are rounded as the original rounds them: in f32
+    # data, so that the rewrite computes the same numbers as an original with 16-bit ops.
+    rounds_as_original: bool = False
+
     # Whether dots, sums and constants move a static power of two from their data to their
     # scale (unit scaling: data near 1 where the data type's range is narrow). False where a
     # step runs on values at their original magnitude (folded arguments in a data type with

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.rewrites.emitter import Emitter, dtype_name
+from scalify_hlo.dtypes import rounding_bits
+from scalify_hlo.rewrites.emitter import Emitter, dtype_name, element_type
 from scalify_hlo.rewrites.gradient_join import GRADIENT_ATTR
+from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.scalify_state import RESCALE_ATTR, Scaled
 from scalify_hlo.rewrites.sliced_stacks import SlicedStack, read_slice, write_slice, written_dim
 from scalify_hlo.scale import ONE, Scale
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 
 
 _STACK_OPS = ("stablehlo.dynamic_update_slice", "stablehlo.dynamic_slice")
+_ROUNDING_OPS = ops_with(Trait.ROUNDS)
 
 
 class Walker:
@@ -106,12 +109,32 @@ class Walker:
         if rule is None:
             rule = self.state.fallback
         rule(self, op)
+        if self.state.rounds_as_original and (op.name in _ROUNDING_OPS
+                                              or rule is self.state.fallback):
+            self._round_as_original(results)
         if op in self.state.gradients:
             self._mark_gradient(op)
         if RESCALE_ATTR in op.attributes:
             self.rescale_results(op, ir.StringAttr(op.attributes[RESCALE_ATTR]).value)
         if self.state.context.records is not None:
             self._record(op, results)
+
+    def _round_as_original(self, results: Sequence[ir.Value]) -> None:
+        """Results whose own type has fewer significand bits than their data (a bf16 sum in
+        f32 data) rounded to it, as the original rounds them: the data is the value times a
+        power of two, which commutes with rounding, so f32 data computes the original's
+        numbers (a reduce_precision keeps the data's exponent range: exact wherever the
+        original neither overflows nor underflows). Regions round inside (``emit_like``)."""
+        for result in results:
+            found = self.values.get(result)
+            if not isinstance(found, Scaled):
+                continue
+            bits = rounding_bits(dtype_name(element_type(result)),
+                                 dtype_name(found.data_element()))
+            if bits is None:
+                continue
+            rounded = self.emit.reduce_precision(found.data, *bits)
+            self.set(result, Scaled(rounded, found.scale, found.any_scale))
 
     def _mark_gradient(self, op: ir.Operation) -> None:
         """Mark the op that makes a replicated gradient's data, before any rescale reads it,

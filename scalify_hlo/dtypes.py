@@ -65,6 +65,19 @@ EXPONENT_RANGES = {"f32": (-126, 127), "bf16": (-126, 127), "f16": (-14, 15)}
 # range, and for f16 its subnormals too (XLA keeps them; f32 and bf16 ones may be flushed).
 EXACT_POW2_EXPONENTS = {"f32": EXPONENT_RANGES["f32"], "bf16": EXPONENT_RANGES["bf16"],
                         "f16": (-24, EXPONENT_RANGES["f16"][1])}
+# (exponent bits, explicit significand bits) of each data dtype: what a reduce_precision that
+# rounds wider data as the narrower type does takes.
+FLOAT_BITS = {"f32": (8, 23), "bf16": (8, 7), "f16": (5, 10)}
+
+
+def rounding_bits(own: str, data: str) -> tuple[int, int] | None:
+    """The (exponent bits, significand bits) that round ``data`` (a dtype name) as a value of
+    type ``own`` rounds, in data's exponent range (the scale keeps the data off own's range
+    limits); None where data has no more significand bits than own (nothing to round)."""
+    own_bits, data_bits = FLOAT_BITS.get(own), FLOAT_BITS.get(data)
+    if own_bits is None or data_bits is None or own_bits[1] >= data_bits[1]:
+        return None
+    return data_bits[0], own_bits[1]
 # The largest finite value of each data dtype.
 LARGEST_FINITE = {"f32": float(np.finfo(np.float32).max), "bf16": 3.3895313892515355e38,
                   "f16": 65504.0}
