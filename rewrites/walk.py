@@ -111,7 +111,7 @@ class Walker:
         rule(self, op)
         if self.state.rounds_as_original and (op.name in _ROUNDING_OPS
                                               or rule is self.state.fallback):
-            self._round_as_original(results)
+            self._round_as_original(op, results)
         if op in self.state.gradients:
             self._mark_gradient(op)
         if RESCALE_ATTR in op.attributes:
@@ -119,12 +119,19 @@ class Walker:
         if self.state.context.records is not None:
             self._record(op, results)
 
-    def _round_as_original(self, results: Sequence[ir.Value]) -> None:
+    def _round_as_original(self, op: ir.Operation, results: Sequence[ir.Value]) -> None:
         """Results whose own type has fewer significand bits than their data (a bf16 sum in
         f32 data) rounded to it, as the original rounds them: the data is the value times a
         power of two, which commutes with rounding, so f32 data computes the original's
         numbers (a reduce_precision keeps the data's exponent range: exact wherever the
-        original neither overflows nor underflows). Regions round inside (``emit_like``)."""
+        original neither overflows nor underflows). Regions round inside (``emit_like``).
+
+        Except a result only widened to f32, of an op other than a convert: XLA computes a
+        16-bit op in f32 and, allowed excess precision (its default), drops the rounding
+        before a widening convert (XLA:CPU: a bf16 add, exp or dot then ``astype(f32)``
+        gives the f32 result; an f32 -> bf16 -> f32 round trip stays rounded)."""
+        if op.name != "stablehlo.convert" and all(_only_widened(r) for r in results):
+            return
         for result in results:
             found = self.values.get(result)
             if not isinstance(found, Scaled):
@@ -196,6 +203,15 @@ class Walker:
             exponents = sorted({value.scale.exp for value in scaled if not value.any_scale})
             context.record(op.name, location, "static",
                            ", ".join(f"2^{exp}" for exp in exponents))
+
+
+def _only_widened(value: ir.Value) -> bool:
+    """Whether every use of ``value`` converts it to f32 (and it has one)."""
+    uses = [use.owner for use in value.uses]
+    return bool(uses) and all(
+        user.name == "stablehlo.convert"
+        and isinstance(ir.ShapedType(user.results[0].type).element_type, ir.F32Type)
+        for user in uses)
 
 
 def describe_runtime(scale: Scale) -> str:

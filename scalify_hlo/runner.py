@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import numpy as np
@@ -56,14 +56,11 @@ def prepare_custom_calls(text: str, platform: str) -> None:
     initialize()
 
 
-def compile_module(text: str, xla_options: Mapping[str, bool | int | str] | None = None):
-    """Compile MLIR text for one device of the default backend; ``xla_options`` override
-    XLA's debug options for this compile (``{"xla_allow_excess_precision": "false"}``)."""
+def compile_module(text: str):
+    """Compile MLIR text for one device of the default backend."""
     client = _client()
     prepare_custom_calls(text, client.platform)
     options = jax_backend.get_compile_options(1, 1)
-    if xla_options:
-        options.env_option_overrides = list(xla_options.items())
     try:
         return client.compile_and_load(text, client.devices()[:1], options)
     except Exception as exc:  # XLA raises XlaRuntimeError with multi-line messages
@@ -71,10 +68,9 @@ def compile_module(text: str, xla_options: Mapping[str, bool | int | str] | None
         raise ScalifyError(f"XLA could not compile the module: {first}") from None
 
 
-def run_module(text: str, inputs: Sequence[np.ndarray],
-               xla_options: Mapping[str, bool | int | str] | None = None) -> list[np.ndarray]:
+def run_module(text: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Compile ``text`` and run it once on ``inputs``; returns host numpy arrays."""
-    executable = compile_module(text, xla_options)
+    executable = compile_module(text)
     return run_executable(executable, inputs)
 
 
