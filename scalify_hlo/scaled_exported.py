@@ -12,8 +12,22 @@ from jax import export as jax_export
 from jax.extend import mlir as jax_mlir
 from jax.extend.mlir.dialects import stablehlo
 
+from scalify_hlo.errors import ScalifyError
 from scalify_hlo.leaf_specs import LeafSpec
 from scalify_hlo.signature import ELEMENT_DTYPES, EntrySignature
+
+
+def export_step(jitted: Any, examples: list[Any]) -> jax_export.Exported:
+    """``jax.export`` of the jitted step; what it cannot serialize (a host callback: a
+    ``jax.debug.print`` in the step) is a ScalifyError that says so, not jax's
+    NotImplementedError from deep inside the export."""
+    try:
+        return jax_export.export(jitted)(*examples)
+    except NotImplementedError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        hint = ("; remove jax.debug.print, jax.debug.callback and io_callback from the step"
+                if "callback" in first else "")
+        raise ScalifyError(f"cannot export the step with jax.export: {first}{hint}") from None
 
 
 def _flat_tree(count: int) -> Any:

@@ -45,7 +45,7 @@ from scalify_hlo.scaled_array import (
     split_pow2,
 )
 from scalify_hlo.scaled_array import banked as _banked
-from scalify_hlo.scaled_exported import scaled_exported
+from scalify_hlo.scaled_exported import export_step, scaled_exported
 from scalify_hlo.signature import EntrySignature, signature_of
 from scalify_hlo.step_args import (
     BANK_STRIDE,
@@ -97,7 +97,7 @@ class ScaledStep:
                                                                 strict=True)]
         # keep_unused: the scaled signature has a (data, scale) pair for every leaf.
         jitted = jax.jit(flat_fn, keep_unused=True)
-        original = jax_export.export(jitted)(*examples)
+        original = export_step(jitted, examples)
         self._out_specs = [LeafSpec(f"output[{i}]", tuple(a.shape), np.dtype(a.dtype), impl)
                            for i, (a, impl) in enumerate(zip(original.out_avals,
                                                               self._out_key_impls, strict=True))]

@@ -695,6 +695,18 @@ def test_a_wrong_key_names_the_argument() -> None:
         plain(x, jax.random.key(0))
 
 
+def test_a_host_callback_in_the_step_is_a_one_line_error() -> None:
+    """jax.export cannot serialize a host callback: that is a ScalifyError naming what to
+    remove, not jax's NotImplementedError."""
+    def step(x: jax.Array) -> jax.Array:
+        jax.debug.print("x0 {}", x[0])
+        return jnp.tanh(x)
+
+    with pytest.raises(ScalifyError, match=r"cannot export the step with jax.export: .*"
+                                           r"host_callbacks.*remove jax.debug.print"):
+        compile_scaled(step, jnp.ones(4), policy=F32)
+
+
 def test_a_pipeline_without_scalify_is_refused() -> None:
     x = jnp.linspace(-1.0, 1.0, 16)
     with pytest.raises(ScalifyError, match="does not give the scaled calling convention"):
