@@ -10,9 +10,12 @@ from collections.abc import Callable, Sequence
 from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import MIN_NORMAL_EXP, attributes_of, is_scalable_type
+from scalify_hlo.rewrites.op_table import Family, ops_in_family
 from scalify_hlo.rewrites.regions import clone_region_retyped
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 from scalify_hlo.scale import ONE, Scale
+
+_COLLECTIVES = frozenset(ops_in_family(Family.COLLECTIVE))
 
 
 # ----- helpers --------------------------------------------------------------------------
@@ -30,10 +33,12 @@ def emit_like(scope: Scope, op: ir.Operation, operands: list[ir.Value],
     data_type = data_type or scope.data_type
     new = scope.emit.op(op.name, operands, [data_type(t) for t in scope.results_of(op)[1]],
                         attributes, regions=regions)
+    # A reduction rounds each partial sum as a 16-bit original does; a collective's region
+    # stays plain (XLA runs only simple reducers across devices: its result is rounded once).
+    round_inside = scope.state.rounds_as_original and op.name not in _COLLECTIVES
     if regions:
         for old_region, new_region in zip(op.regions, new.regions, strict=True):
-            clone_region_retyped(old_region, new_region, data_type,
-                                 scope.state.rounds_as_original)
+            clone_region_retyped(old_region, new_region, data_type, round_inside)
     return new
 
 
