@@ -95,15 +95,16 @@ class Trait(Enum):
                  "loop-invariant operands is hoisted out of its loop (loop_scales.py), and "
                  "XLA copies one into its users (scale_epochs.py)")
     ROUNDS = ("makes new values, rounded to its result type (sums, products, dots, nonlinear "
-              "functions, converts): where the data type has more significand bits than the "
+              "functions): where the data type has more significand bits than the "
               "op's own type (a bf16 op in f32 data), its results are rounded to that type's "
               "significand, as the original rounds them (walk.py; ops without a rule too)")
 
 
 # Families whose every op makes new values in its own type: a nonlinear op, computed in the
 # original type, is rounded again because XLA may drop a convert pair around it
-# (``xla_allow_excess_precision``: bf16 -> f32 -> bf16 -> f32 is then one convert).
-_MAKE_NEW_VALUES = frozenset({Family.NONLINEAR, Family.CONVERT, Family.PRODUCER})
+# (``xla_allow_excess_precision``: bf16 -> f32 -> bf16 -> f32 is then one convert). A
+# narrowing convert rounds in its own rule (``rule_convert``).
+_MAKE_NEW_VALUES = frozenset({Family.NONLINEAR, Family.PRODUCER})
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,12 @@ EXACT_POW2_EXPONENTS = {"f32": EXPONENT_RANGES["f32"], "bf16": EXPONENT_RANGES["
 FLOAT_BITS = {"f32": (8, 23), "bf16": (8, 7), "f16": (5, 10)}
 
 
+def exponent_bits(name: str) -> int | None:
+    """The exponent bits of a data dtype (None for other types)."""
+    bits = FLOAT_BITS.get(name)
+    return bits[0] if bits is not None else None
+
+
 def rounding_bits(own: str, data: str) -> tuple[int, int] | None:
     """The (exponent bits, significand bits) that round ``data`` (a dtype name) as a value of
     type ``own`` rounds, in data's exponent range (the scale keeps the data off own's range

@@ -12,9 +12,7 @@
 // f32 power of two, as it is), rounded through bf16, then multiplied by 2^-e in two
 // factors, high = 2^clamp(-e, -126, 127) and low = 2^clamp(-e - clamp(-e, -126, 127),
 // -127, 127) (e the i32 exponent of x's scale; exact for |e| <= 252: a bf16 subnormal at
-// 2^-130 comes back as data 1); the result keeps x's scale (the argument). Its data is
-// rounded to bf16's significand once more (Trait.ROUNDS), because XLA may drop the round
-// trip (xla_allow_excess_precision).
+// 2^-130 comes back as data 1); the result keeps x's scale (the argument).
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>)
@@ -44,8 +42,7 @@
 // CHECK-NEXT:    [[FL2:%.*]] = stablehlo.bitcast_convert [[KLS2]] : (tensor<i32>) -> tensor<f32>
 // CHECK-NEXT:    [[FLB2:%.*]] = stablehlo.broadcast_in_dim [[FL2]], dims = [] : (tensor<f32>) -> tensor<4xf32>
 // CHECK-NEXT:    [[D:%.*]] = stablehlo.multiply [[DH1]], [[FLB2]] : tensor<4xf32>
-// CHECK-NEXT:    [[DR:%.*]] = stablehlo.reduce_precision [[D]], format = e8m7 : tensor<4xf32>
-// CHECK-NEXT:    return [[DR]], [[XS]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    return [[D]], [[XS]] : tensor<4xf32>, tensor<f32>
 
 // f16 data: the same, the unscaling done in f32 and the result converted to
 // the f16 data dtype.
@@ -69,8 +66,7 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xbf16> {
 
 // -----
 
-// f32 -> f16: with f32 data, rounded through f16 like bf16 above (the data rounded to
-// f16's significand once more, in f32's exponent range). With f16
+// f32 -> f16: with f32 data, rounded through f16 like bf16 above. With f16
 // data the target is the data dtype and the pair passes through untouched: the
 // data already has f16 precision, and its scale keeps it clear of the f16
 // overflow the unscaled value would hit.
@@ -84,8 +80,7 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xbf16> {
 // CHECK-NEXT:    [[UW:%.*]] = stablehlo.convert [[UH16]] : (tensor<4xf16>) -> tensor<4xf32>
 // CHECK:         [[DH1:%.*]] = stablehlo.multiply [[UW]], {{%.*}} : tensor<4xf32>
 // CHECK:         [[D:%.*]] = stablehlo.multiply [[DH1]], {{%.*}} : tensor<4xf32>
-// CHECK-NEXT:    [[DR:%.*]] = stablehlo.reduce_precision [[D]], format = e8m10 : tensor<4xf32>
-// CHECK-NEXT:    return [[DR]], [[XS]] : tensor<4xf32>, tensor<f32>
+// CHECK-NEXT:    return [[D]], [[XS]] : tensor<4xf32>, tensor<f32>
 
 // F16-LABEL: func.func public @main
 // F16-SAME:    ([[X:%.*]]: tensor<4xf16>, [[XS:%.*]]: tensor<f32>) -> (tensor<4xf16>, tensor<f32>)
