@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 from jax.extend.mlir import ir
 
-from scalify_hlo.dtypes import rounding_bits
+from scalify_hlo.dtypes import exponent_bits, rounding_bits
 from scalify_hlo.rewrites.constant_values import distinct_values
 from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type
 from scalify_hlo.rewrites.op_table import Trait, ops_with
@@ -130,16 +130,27 @@ def clone_region_retyped(
 
 def _rounded_as(original: ir.Type, value: ir.Value, ip: ir.InsertionPoint,
                 location: ir.Location) -> ir.Value:
-    """``value`` rounded to the significand of ``original``'s element type, if it has more."""
+    """``value`` rounded to the significand of ``original``'s element type, if it has more:
+    a round trip through that type where it has the value's exponent range (bf16 in f32), a
+    reduce_precision otherwise (f16), as ``Walker._rounded`` rounds an op's results."""
     if not is_scalable_type(original):
         return value
-    bits = rounding_bits(str(ir.ShapedType(original).element_type),
-                         str(ir.ShapedType(value.type).element_type))
+    own = ir.ShapedType(original).element_type
+    wide = ir.ShapedType(value.type).element_type
+    bits = rounding_bits(str(own), str(wide))
     if bits is None:
         return value
+
+    def create(name: str, operand: ir.Value, result: ir.Type,
+               attributes: dict[str, ir.Attribute] | None = None) -> ir.Value:
+        return ir.Operation.create(name, results=[result], operands=[operand],
+                                   attributes=attributes or {}, loc=location, ip=ip).result
+
+    if bits[0] == exponent_bits(str(own)):
+        narrow = create("stablehlo.convert", value, ir.RankedTensorType.get(
+            ir.ShapedType(value.type).shape, own))
+        return create("stablehlo.convert", narrow, value.type)
     i32 = ir.IntegerType.get_signless(32)
-    return ir.Operation.create(
-        "stablehlo.reduce_precision", results=[value.type], operands=[value],
-        attributes={"exponent_bits": ir.IntegerAttr.get(i32, bits[0]),
-                    "mantissa_bits": ir.IntegerAttr.get(i32, bits[1])},
-        loc=location, ip=ip).result
+    return create("stablehlo.reduce_precision", value, value.type,
+                  {"exponent_bits": ir.IntegerAttr.get(i32, bits[0]),
+                   "mantissa_bits": ir.IntegerAttr.get(i32, bits[1])})
