@@ -12,9 +12,9 @@ from collections.abc import Callable
 import numpy as np
 from jax.extend.mlir import ir
 
-from scalify_hlo.dtypes import exponent_bits, rounding_bits
 from scalify_hlo.rewrites.constant_values import distinct_values
-from scalify_hlo.rewrites.emitter import attributes_of, is_scalable_type
+from scalify_hlo.rewrites.emitter import Emitter, attributes_of, element_type, is_scalable_type
+from scalify_hlo.rewrites.narrow_rounding import rounded_as
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 
 _HOMOGENEOUS_OPS = ops_with(Trait.HOMOGENEOUS)
@@ -124,33 +124,7 @@ def clone_region_retyped(
                 clone_region_retyped(old_region, new_region, retype, round_as_original)
             mapping.update(zip(op.results, new_op.results, strict=True))
             if round_as_original and op.name in _ROUNDING_OPS:
+                emit = Emitter(ip, op.location)
                 for old, new in zip(op.results, new_op.results, strict=True):
-                    mapping[old] = _rounded_as(old.type, new, ip, op.location)
-
-
-def _rounded_as(original: ir.Type, value: ir.Value, ip: ir.InsertionPoint,
-                location: ir.Location) -> ir.Value:
-    """``value`` rounded to the significand of ``original``'s element type, if it has more:
-    a round trip through that type where it has the value's exponent range (bf16 in f32), a
-    reduce_precision otherwise (f16), as ``Walker._rounded`` rounds an op's results."""
-    if not is_scalable_type(original):
-        return value
-    own = ir.ShapedType(original).element_type
-    wide = ir.ShapedType(value.type).element_type
-    bits = rounding_bits(str(own), str(wide))
-    if bits is None:
-        return value
-
-    def create(name: str, operand: ir.Value, result: ir.Type,
-               attributes: dict[str, ir.Attribute] | None = None) -> ir.Value:
-        return ir.Operation.create(name, results=[result], operands=[operand],
-                                   attributes=attributes or {}, loc=location, ip=ip).result
-
-    if bits[0] == exponent_bits(str(own)):
-        narrow = create("stablehlo.convert", value, ir.RankedTensorType.get(
-            ir.ShapedType(value.type).shape, own))
-        return create("stablehlo.convert", narrow, value.type)
-    i32 = ir.IntegerType.get_signless(32)
-    return create("stablehlo.reduce_precision", value, value.type,
-                  {"exponent_bits": ir.IntegerAttr.get(i32, bits[0]),
-                   "mantissa_bits": ir.IntegerAttr.get(i32, bits[1])})
+                    if is_scalable_type(old.type):
+                        mapping[old] = rounded_as(emit, new, element_type(old))

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from jax.extend.mlir import ir
 
-from scalify_hlo.dtypes import exponent_bits, rounding_bits
 from scalify_hlo.rewrites.emitter import Emitter, dtype_name, element_type
 from scalify_hlo.rewrites.gradient_join import GRADIENT_ATTR
+from scalify_hlo.rewrites.narrow_rounding import only_widened, rounded_as
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.scalify_state import RESCALE_ATTR, Scaled
 from scalify_hlo.rewrites.sliced_stacks import SlicedStack, read_slice, write_slice, written_dim
@@ -121,41 +121,16 @@ class Walker:
 
     def _round_as_original(self, results: Sequence[ir.Value]) -> None:
         """Results whose own type has fewer significand bits than their data (a bf16 sum in
-        f32 data) rounded to it, as the original rounds them: the data is the value times a
-        power of two, which commutes with rounding, so f32 data computes the original's
-        numbers, wherever the original neither overflows nor underflows. Regions round
-        inside (``emit_like``); a narrowing convert rounds in its rule.
-
-        Except a result only widened to f32: XLA computes a 16-bit op in f32 and, allowed
-        excess precision (its default), drops the rounding before a widening convert
-        (XLA:CPU: a bf16 add, exp or dot then ``astype(f32)`` gives the f32 result; an
-        explicit f32 -> bf16 -> f32 round trip stays rounded)."""
-        if all(_only_widened(result) for result in results):
+        f32 data) rounded to it, as the original rounds them (``narrow_rounding``), except
+        results only widened to f32. Regions round inside (``emit_like``); a narrowing
+        convert rounds in its rule."""
+        if all(only_widened(result) for result in results):
             return
         for result in results:
             found = self.values.get(result)
-            if not isinstance(found, Scaled):
-                continue
-            own = element_type(result)
-            bits = rounding_bits(dtype_name(own), dtype_name(found.data_element()))
-            if bits is None:
-                continue
-            self.set(result, Scaled(self._rounded(found.data, own, bits), found.scale,
-                                    found.any_scale))
-
-    def _rounded(self, data: ir.Value, own: ir.Type, bits: tuple[int, int]) -> ir.Value:
-        """``data`` rounded to ``own``'s significand. A convert round trip where ``own`` has
-        the data's exponent range (bf16 in f32 data; XLA:CPU keeps an explicit one, and a
-        reduce_precision costs it about 18 integer instructions: 1.5x the bf16 GPT step's),
-        unless the data was just converted from ``own``: there canonicalization folds the
-        trip away, and XLA, which ran the op in f32, then keeps its result unrounded."""
-        emit = self.emit
-        owner = data.owner
-        from_own = (not isinstance(owner, ir.Block) and owner.name == "stablehlo.convert"
-                    and element_type(owner.operands[0]) == own)
-        if bits[0] == exponent_bits(dtype_name(own)) and not from_own:
-            return emit.convert(emit.convert(data, own), element_type(data))
-        return emit.reduce_precision(data, *bits)
+            if isinstance(found, Scaled):
+                rounded = rounded_as(self.emit, found.data, element_type(result))
+                self.set(result, Scaled(rounded, found.scale, found.any_scale))
 
     def _mark_gradient(self, op: ir.Operation) -> None:
         """Mark the op that makes a replicated gradient's data, before any rescale reads it,
@@ -217,15 +192,6 @@ class Walker:
             exponents = sorted({value.scale.exp for value in scaled if not value.any_scale})
             context.record(op.name, location, "static",
                            ", ".join(f"2^{exp}" for exp in exponents))
-
-
-def _only_widened(value: ir.Value) -> bool:
-    """Whether every use of ``value`` converts it to f32 (and it has one)."""
-    uses = [use.owner for use in value.uses]
-    return bool(uses) and all(
-        user.name == "stablehlo.convert"
-        and isinstance(ir.ShapedType(user.results[0].type).element_type, ir.F32Type)
-        for user in uses)
 
 
 def describe_runtime(scale: Scale) -> str:
