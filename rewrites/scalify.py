@@ -240,7 +240,6 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
     )
     fold = options.argument_scales == "fold" and dtype in _FOLDABLE
     state.unit_shifts = not fold
-    state.rounds_as_original = dtype == "f32"
     func = entry_function(module)
     if state.common_scale_rule == "first":
         state.compounding = compounding_constant_adds(func)

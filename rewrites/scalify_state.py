@@ -112,11 +112,6 @@ class ScalifyState:
     # that enter a loop as zeros (see ``rule_while``), and common scales of only such.
     unset_factors: set[Factor] = field(default_factory=set)
 
-    # Whether the results of an op that rounds (``Trait.ROUNDS``) whose own type is narrower
-    # than their data (a bf16 op in f32 data) are rounded as the original rounds them: in f32
-    # data, so that the rewrite computes the same numbers as an original with 16-bit ops.
-    rounds_as_original: bool = False
-
     # Whether dots, sums and constants move a static power of two from their data to their
     # scale (unit scaling: data near 1 where the data type's range is narrow). False where a
     # step runs on values at their original magnitude (folded arguments in a data type with
@@ -150,6 +145,13 @@ class ScalifyState:
     # Values of the original known to take a few constant values (``value_sets``).
     value_sets: dict[ir.Value, frozenset[float] | None] = field(default_factory=dict)
     value_steps: dict[ir.Value, float | None] = field(default_factory=dict)
+
+    @property
+    def rounds_as_original(self) -> bool:
+        """Whether the results of an op that rounds (``Trait.ROUNDS``) whose own type is
+        narrower than their data (a bf16 op) are rounded as the original rounds them: in f32
+        data, so that the rewrite computes the same numbers as an original with 16-bit ops."""
+        return isinstance(self.data_dtype, ir.F32Type)
 
     def dtype_of(self, old: ir.Value) -> ir.Type:
         """The data type of an original float value in the rewritten program."""
