@@ -12,7 +12,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, dtype_name
 from scalify_hlo.rewrites.scalify_state import Scaled
-from scalify_hlo.scale import LARGEST_FINITE, ONE, UNSET_BELOW, Scale
+from scalify_hlo.scale import EXPONENT_RANGES, LARGEST_FINITE, ONE, UNSET_BELOW, Scale
 
 if TYPE_CHECKING:
     from scalify_hlo.rewrites.scalify_state import ScalifyState
@@ -77,10 +77,19 @@ class CommonScale:
             return ONE
         first = scaled[0].scale
         if all(v.scale.same_factors(first) for v in scaled):
-            return Scale(max(v.scale.exp for v in scaled), first.factors)
+            exps = [v.scale.exp for v in scaled]
+            if merge and self.is_wide_range() and self.data_has_wide_range() and (
+                    max(exps) - min(exps) > -self.min_normal_exponent() // 2):
+                # pieces put side by side move half as far: tanh's values beside
+                # finfo(f32).max went 2^127 down, subnormal, and XLA flushed them to 0
+                return self.midpoint(scaled)
+            return Scale(max(exps), first.factors)
         if self.state.common_scale_rule == "first":
-            return (self._first_above_constants(scaled) if above_constants
-                    else _first_choice(scaled))
+            if above_constants:
+                return self._first_above_constants(scaled)
+            if merge:
+                return self._first_below_constants(scaled)
+            return _first_choice(scaled)
         distinct: list[Scale] = []
         for value in scaled:
             if value.scale not in distinct:
@@ -116,6 +125,18 @@ class CommonScale:
         self.state.maxima[common] = (choice, Scale(max(constants)))
         return common
 
+    def _first_below_constants(self, values: Sequence[Scaled]) -> Scale:
+        """The ``common-scale=first`` choice of a merging op (concatenate, pad, select),
+        raised at run time to where its large constant operands' data stays in range
+        (``constant_floor``): ``pad(x, constant_values=3e38)`` of x near 1 put 3e38 at x's
+        scale, 2^129 below its own, and the factor's clamp to 2^127 made it 7.5e37. Only
+        constants above 1 get a floor: a smaller one's floor is below every normal scale."""
+        choice = _first_choice(values)
+        floor = self.constant_floor([v for v in values if v.scale.is_static])
+        if floor is None or floor <= self.min_normal_exponent():
+            return choice
+        return self.at_least(choice, floor)
+
     def _runtime_midpoint(self, distinct: Sequence[Scale]) -> Scale:
         """``2^((e_max + e_min) >> 1)`` of distinct scales, at run time (an unset exponent, a
         zero-filled loop carry's, left out of the minimum: ``_midpoint_total``)."""
@@ -137,6 +158,12 @@ class CommonScale:
     def is_wide_range(self) -> bool:
         """Whether the current data type has f32's exponent range (f32, bf16)."""
         return type(self.current_data_dtype()) in _WIDE_RANGE_CLASSES
+
+    def data_has_wide_range(self) -> bool:
+        """Whether the step's data type has f32's exponent range (f32 and bf16 data), not
+        only the current op's (an f16 step's f32 ops hand on results that go back to f16,
+        where data moved toward the middle of f32's range overflows)."""
+        return type(self.state.data_dtype) in _WIDE_RANGE_CLASSES
 
     def holds_wide_range(self, old: ir.Value) -> bool:
         """Whether the original value ``old`` has data with f32's exponent range: an op that
@@ -228,10 +255,14 @@ class CommonScale:
         (``sentinel_floor``), so that scores far below 1 do not pull a mask into a
         softmax's reach."""
         max_exp = self.max_exponent()
-        floors = [v.scale.exp - (max_exp - 1) for v in constants if v.scale.exp < max_exp]
         largest = LARGEST_FINITE.get(dtype_name(self.current_data_dtype()))
-        if (largest is not None and largest < LARGEST_FINITE["f32"]
-                and any(v.scale.exp >= max_exp for v in constants)):
+        # In f32-range data (f32, bf16) no constant is a sentinel: finfo(f32).max at 2^127
+        # follows down to 2^1, where its data is still finite (f32 data took x's scale for
+        # pad(x, constant_values=3e38), 2^129 below it, and the factor's clamp made it 7.5e37).
+        narrow = largest is not None and max_exp < EXPONENT_RANGES["f32"][1]
+        floors = [v.scale.exp - (max_exp - 1) for v in constants
+                  if v.scale.exp < max_exp or not narrow]
+        if narrow and any(v.scale.exp >= max_exp for v in constants):
             floors.append(sentinel_floor(largest))  # a saturated sentinel keeps its effect
         return max(floors) if floors else None
 

@@ -41,9 +41,16 @@ def _distinct_scales(floats: Sequence[Scaled]) -> int:
 
 def _fits_at_max(scope: Scope, floats: Sequence[Scaled]) -> bool:
     """Whether the largest scale keeps every operand's unit data normal in the data type
-    (a static spread within the type's headroom, 2^14 for f16): today's cheap path."""
+    (a static spread within the type's headroom, 2^14 for f16): today's cheap path. In
+    f32-range data (f32, bf16) half the normal range, 2^63: data is not always near 1 (a
+    log's values near 0), and moved down 2^126, the whole range, every value of
+    ``nan_to_num(log(x))`` below 2 met ``finfo(f32).max``'s 2^127 as a subnormal, which
+    XLA flushes to 0; beyond 2^63 the midpoint moves each operand half as far."""
     spread = scope.static_spread(floats)
-    return spread is not None and spread <= -scope.min_normal_exponent()
+    headroom = -scope.min_normal_exponent()
+    if scope.is_wide_range() and scope.data_has_wide_range():
+        headroom //= 2
+    return spread is not None and spread <= headroom
 
 
 def _wide_element(scope: Scope) -> ir.Type:
@@ -251,7 +258,8 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
     if scope.is_wide_range():  # the midpoint holds both (see Scope.midpoint)
         if _fits_at_max(scope, floats):
             same_scale(scope, op, merge=True)
-        else:
+        elif runtime or not scope.data_has_wide_range() or not _constants_follow_static(
+                scope, op, floats):
             midpoint = scope.midpoint(floats)
             _bind_at(scope, op, floats, [scope.rescale_data(v, midpoint) for v in floats],
                      midpoint)
@@ -275,7 +283,10 @@ def _constants_follow_static(scope: Scope, op: ir.Operation, floats: list[Scaled
     (a mask's -1e9 against logits whose scale is static, as in a remat'd scan body): the
     constants follow the data's scale as they follow a runtime one (``constants_follow``),
     a sentinel saturating to the largest finite value, instead of picking by exponent,
-    where the sentinel's 2^30 would set the scale and flush every logit to 0."""
+    where the sentinel's 2^30 would set the scale and flush every logit to 0. In f32 and
+    bf16 data the same instead of the midpoint: the data does not move, where each bound of
+    ``clip(sinh(x), -1e30, 1e30)`` moved it half way down (2^-49, then 2^-50) and values
+    near 2^-28 ended subnormal, flushed to 0."""
     olds = list(op.operands)
     constant = [program_constant(olds[i]) is not None
                 for i in float_operand_indices(scope, olds)]

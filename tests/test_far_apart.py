@@ -321,3 +321,50 @@ def test_a_maximum_of_a_zero_state_and_data_far_from_one_stays_finite(data_dtype
         got = step(g, *got[1:])
         for have, expected in zip(got[:2], want[:2], strict=True):
             np.testing.assert_allclose(np.asarray(have), np.asarray(expected), rtol=2e-2)
+
+
+def _nan_to_num_of_log(x: jax.Array) -> jax.Array:
+    return jnp.nan_to_num(jnp.log(x))
+
+
+def _where_large_constant(x: jax.Array) -> jax.Array:
+    return jnp.where(x > 2.0, 1e36, jnp.tanh(x))
+
+
+def _pad_with_large_constant(x: jax.Array) -> jax.Array:
+    return jnp.pad(x * 0.3, 2, constant_values=3e38)
+
+
+def _concatenate_with_large_constant(x: jax.Array) -> jax.Array:
+    return jnp.concatenate([x * 0.3, jnp.full((2,), -2e38, jnp.float32)])
+
+
+# f32 data promises the original's bits. nan_to_num's finfo(f32).max (2^127) met log(x)'s
+# static scale 126 binades below it, within the whole normal range, so both went to 2^127
+# and every value below 2 became a subnormal that XLA flushed to 0 (its gradient was
+# non-finite where the original's is not). A pad of 3e38 onto x took x's scale, 2^129
+# below the constant's, and came out 7.5e37 (the factor clamped to 2^127). tanh's values
+# near 0 went 2^120 down to 1e36's scale, below f32's normal range.
+@pytest.mark.parametrize("fn", [_nan_to_num_of_log, _where_large_constant,
+                                _pad_with_large_constant, _concatenate_with_large_constant])
+def test_f32_data_keeps_a_value_beside_a_constant_near_the_top_of_the_range(fn: Any) -> None:
+    x = np.array([-1.0, 0.0, 1e-3, 0.3, 1.0, 1.7, 2.5, np.inf], np.float32)
+    step = compile_scaled(fn, x, return_scaled=False,
+                          policy=Policy(data_dtype="float32", fp8_dots=False))
+    for k in (-2, 0, 1):
+        scaled_x = x * np.float32(2.0 ** k)
+        got = np.asarray(step(jnp.asarray(scaled_x)))
+        want = np.asarray(jax.jit(fn)(jnp.asarray(scaled_x)))
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32),
+                                      err_msg=f"x at 2^{k}")
+
+
+def test_f32_data_gradient_of_nan_to_num_is_the_original() -> None:
+    x = np.random.default_rng(1).normal(size=(4, 8)).astype(np.float32)
+
+    def grad(x: jax.Array) -> jax.Array:
+        return jax.grad(lambda x: jnp.sum(jnp.nan_to_num(jnp.log(jnp.abs(x))) ** 2))(x)
+
+    got = compile_scaled(grad, x, return_scaled=False,
+                         policy=Policy(data_dtype="float32", fp8_dots=False))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(jax.jit(grad)(x)))
