@@ -315,6 +315,15 @@ class CommonScale:
                                               self.emit.int_scalar(floor),
                                               self.exponent_type()))
 
+    def at_most(self, scale: Scale, ceiling: int) -> Scale:
+        """``scale`` lowered to at most ``2^ceiling``: static where ``scale`` is, else one
+        runtime minimum."""
+        if scale.is_static:
+            return Scale(min(scale.exp, ceiling), scale.factors)
+        return Scale.dynamic(self.emit.binary("stablehlo.minimum", self.exponent(scale),
+                                              self.emit.int_scalar(ceiling),
+                                              self.exponent_type()))
+
 
 def _first_choice(values: Sequence[Scaled]) -> Scale:
     """The ``common-scale=first`` choice: the first operand whose scale is one runtime factor

@@ -137,8 +137,13 @@ def rule_with_region(scope: Scope, op: ir.Operation) -> None:
 
 
 def rule_scatter(scope: Scope, op: ir.Operation) -> None:
+    """An assignment puts its updates beside the operand's values (a merge: in f32 data a
+    ``finfo(f32).max`` written into x's tensor took x's scale and overflowed); an update
+    that commutes with scaling (add) is same-scale."""
     region = op.regions[0]
-    if is_assignment(region) or is_homogeneous(region):
+    if is_assignment(region):
+        same_scale(scope, op, merge=True)
+    elif is_homogeneous(region):
         rule_same_scale(scope, op)
     else:
         rule_unscaled(scope, op, report="has an update region that does not commute with scaling")

@@ -258,8 +258,7 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
     if scope.is_wide_range():  # the midpoint holds both (see Scope.midpoint)
         if _fits_at_max(scope, floats):
             same_scale(scope, op, merge=True)
-        elif runtime or not scope.data_has_wide_range() or not _constants_follow_static(
-                scope, op, floats):
+        elif not scope.data_has_wide_range() or not _constants_follow(scope, op, floats):
             midpoint = scope.midpoint(floats)
             _bind_at(scope, op, floats, [scope.rescale_data(v, midpoint) for v in floats],
                      midpoint)
@@ -273,20 +272,21 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
         else:
             same_scale(scope, op, constants_follow=True, merge=True)
         return
-    if _constants_follow_static(scope, op, floats):
+    if _constants_follow(scope, op, floats):
         return
     _pick_unrelated(scope, op)  # static scales too far apart for f16
 
 
-def _constants_follow_static(scope: Scope, op: ir.Operation, floats: list[Scaled]) -> bool:
+def _constants_follow(scope: Scope, op: ir.Operation, floats: list[Scaled]) -> bool:
     """Static operands too far apart for f16 where the far ones are constants of the program
     (a mask's -1e9 against logits whose scale is static, as in a remat'd scan body): the
     constants follow the data's scale as they follow a runtime one (``constants_follow``),
     a sentinel saturating to the largest finite value, instead of picking by exponent,
     where the sentinel's 2^30 would set the scale and flush every logit to 0. In f32 and
-    bf16 data the same instead of the midpoint: the data does not move, where each bound of
-    ``clip(sinh(x), -1e30, 1e30)`` moved it half way down (2^-49, then 2^-50) and values
-    near 2^-28 ended subnormal, flushed to 0."""
+    bf16 data the same, for data at a runtime scale too, instead of the midpoint, which moved
+    the data half way each time: the two bounds of ``clip(sinh(x), -1e30, 1e30)`` took
+    values near 2^-28 below f32's normal range (flushed to 0), and ``select_n`` of 1e-30,
+    1e30 and x at 2^-40 took 1e30 to 2^70 and then 2^65 further, to inf."""
     olds = list(op.operands)
     constant = [program_constant(olds[i]) is not None
                 for i in float_operand_indices(scope, olds)]
@@ -294,10 +294,12 @@ def _constants_follow_static(scope: Scope, op: ir.Operation, floats: list[Scaled
     constants = [v for v, c in zip(floats, constant, strict=True) if c and not v.any_scale]
     if not data or not constants or not _fits_at_max(scope, data):
         return False
-    scale = scope.common_scale(data, merge=True)
-    floor = scope.constant_floor(constants)
-    if floor is not None and scale.is_static:
-        scale = Scale(max(scale.exp, floor))
+    # raised to where the constants fit (at run time for a runtime scale: f32 and bf16 data)
+    scale = scope.at_least(scope.common_scale(data, merge=True), scope.constant_floor(constants))
+    ceiling = min(v.scale.exp for v in constants) - scope.min_normal_exponent()
+    if scope.data_has_wide_range() and ceiling < scope.max_exponent():
+        # and a constant below 2 kept normal: 1e-30 beside data at 2^40 was subnormal, 0
+        scale = scope.at_most(scale, ceiling)
     datas = [scope.rescale_constant(v, scale) if c and not v.any_scale
              else scope.rescale_data(v, scale) for v, c in zip(floats, constant, strict=True)]
     signs = guard_signs(op)

@@ -339,19 +339,32 @@ def _concatenate_with_large_constant(x: jax.Array) -> jax.Array:
     return jnp.concatenate([x * 0.3, jnp.full((2,), -2e38, jnp.float32)])
 
 
+def _scatter_of_large_constant(x: jax.Array) -> jax.Array:
+    return jnp.zeros((10,), jnp.float32).at[1:9].set(x).at[0].set(jnp.finfo(jnp.float32).max)
+
+
+def _select_n_of_constants_far_apart(x: jax.Array) -> jax.Array:
+    which = jnp.arange(8) % 3
+    return jax.lax.select_n(which, jnp.full((8,), 1e-30), jnp.full((8,), 1e30), x)
+
+
 # f32 data promises the original's bits. nan_to_num's finfo(f32).max (2^127) met log(x)'s
 # static scale 126 binades below it, within the whole normal range, so both went to 2^127
 # and every value below 2 became a subnormal that XLA flushed to 0 (its gradient was
 # non-finite where the original's is not). A pad of 3e38 onto x took x's scale, 2^129
 # below the constant's, and came out 7.5e37 (the factor clamped to 2^127). tanh's values
-# near 0 went 2^120 down to 1e36's scale, below f32's normal range.
+# near 0 went 2^120 down to 1e36's scale, below f32's normal range. A scatter of
+# finfo(f32).max into x's tensor took x's scale and overflowed; select_n's nested selects
+# met at midpoints that took 1e30 to 2^70 and then 2^65 further (inf), or 1e-30 below f32's
+# normals beside x at 2^40.
 @pytest.mark.parametrize("fn", [_nan_to_num_of_log, _where_large_constant,
-                                _pad_with_large_constant, _concatenate_with_large_constant])
-def test_f32_data_keeps_a_value_beside_a_constant_near_the_top_of_the_range(fn: Any) -> None:
+                                _pad_with_large_constant, _concatenate_with_large_constant,
+                                _scatter_of_large_constant, _select_n_of_constants_far_apart])
+def test_f32_data_keeps_values_beside_constants_far_from_them(fn: Any) -> None:
     x = np.array([-1.0, 0.0, 1e-3, 0.3, 1.0, 1.7, 2.5, np.inf], np.float32)
     step = compile_scaled(fn, x, return_scaled=False,
                           policy=Policy(data_dtype="float32", fp8_dots=False))
-    for k in (-2, 0, 1):
+    for k in (-40, -2, 0, 1, 40):
         scaled_x = x * np.float32(2.0 ** k)
         got = np.asarray(step(jnp.asarray(scaled_x)))
         want = np.asarray(jax.jit(fn)(jnp.asarray(scaled_x)))

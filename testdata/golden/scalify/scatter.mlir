@@ -5,9 +5,9 @@
 
 // Scatter family: when the update region adds, takes max/min or overwrites,
 // operand and updates are brought to a common scale (here the maximum of
-// their i32 exponents, common-scale=max) and the result carries it; the
-// integer indices are untouched. Any other update region runs unscaled and is
-// reported.
+// their i32 exponents, common-scale=max; an overwrite, a merge op, takes their
+// midpoint) and the result carries it; the integer indices are untouched. Any
+// other update region runs unscaled and is reported.
 
 // Scatter-add (the gradient of a gather). The f32 argument scales are turned
 // into i32 exponents (bits >> 23, minus 127); the common exponent E is their
@@ -70,9 +70,11 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<2x1xi32>, %arg2: tens
 
 // -----
 
-// Assignment (x.at[i].set(u)): the region returns the update as is. The same
-// common scale as scatter-add: the maximum of the two exponents (a scatter is
-// not one of the merge ops that take the midpoint for f32 data).
+// Assignment (x.at[i].set(u)): the region returns the update as is, so the
+// scatter puts pieces of its operands side by side, a merge op as
+// dynamic_update_slice is: with f32 data its common scale is the midpoint of
+// the two exponents (no higher than 100 below the larger), which holds both up
+// to 2^252 apart.
 
 // CHECK-LABEL: func.func public @main
 // CHECK-SAME:    ([[X:%.*]]: tensor<4xf32>, [[XS:%.*]]: tensor<f32>, [[I:%.*]]: tensor<2x1xi32>, [[U:%.*]]: tensor<2xf32>, [[US:%.*]]: tensor<f32>)
@@ -83,7 +85,13 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<2x1xi32>, %arg2: tens
 // CHECK:         [[XE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
 // CHECK:         stablehlo.bitcast_convert [[US]] : (tensor<f32>) -> tensor<i32>
 // CHECK:         [[UE:%.*]] = stablehlo.subtract {{.*}} : tensor<i32>
-// CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[XE]], [[UE]] : tensor<i32>
+// CHECK-NEXT:    [[SUM:%.*]] = stablehlo.add [[XE]], [[UE]] : tensor<i32>
+// CHECK-NEXT:    [[C1:%.*]] = stablehlo.constant dense<1> : tensor<i32>
+// CHECK-NEXT:    [[MID:%.*]] = stablehlo.shift_right_arithmetic [[SUM]], [[C1]] : tensor<i32>
+// CHECK-NEXT:    [[TOP:%.*]] = stablehlo.maximum [[XE]], [[UE]] : tensor<i32>
+// CHECK-NEXT:    [[C100:%.*]] = stablehlo.constant dense<100> : tensor<i32>
+// CHECK-NEXT:    [[REACH:%.*]] = stablehlo.subtract [[TOP]], [[C100]] : tensor<i32>
+// CHECK-NEXT:    [[E:%.*]] = stablehlo.maximum [[MID]], [[REACH]] : tensor<i32>
 // CHECK-NEXT:    [[DX:%.*]] = stablehlo.subtract [[XE]], [[E]] : tensor<i32>
 // CHECK-NEXT:    [[CM127:%.*]] = stablehlo.constant dense<-127> : tensor<i32>
 // CHECK-NEXT:    [[DXC:%.*]] = stablehlo.clamp [[CM127]], [[DX]], [[C127]] : tensor<i32>
