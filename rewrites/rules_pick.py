@@ -41,11 +41,12 @@ def _distinct_scales(floats: Sequence[Scaled]) -> int:
 
 def _fits_at_max(scope: Scope, floats: Sequence[Scaled]) -> bool:
     """Whether the largest scale keeps every operand's unit data normal in the data type
-    (a static spread within the type's headroom, 2^14 for f16): today's cheap path. In
-    f32-range data (f32, bf16) half the normal range, 2^63: data is not always near 1 (a
-    log's values near 0), and moved down 2^126, the whole range, every value of
-    ``nan_to_num(log(x))`` below 2 met ``finfo(f32).max``'s 2^127 as a subnormal, which
-    XLA flushes to 0; beyond 2^63 the midpoint moves each operand half as far."""
+    (a static spread within the type's headroom, 2^14 for f16): today's cheap path. In f32
+    and bf16 data (the step's, not an f16 step's f32 ops) half the normal range, 2^63: data
+    is not always near 1 (a log's values near 0), and moved down 2^126, the whole range,
+    every value of ``nan_to_num(log(x))`` below 2 met ``finfo(f32).max``'s 2^127 as a
+    subnormal, which XLA flushes to 0; beyond 2^63 the operands do not all go to the
+    largest scale (``_choose``)."""
     spread = scope.static_spread(floats)
     headroom = -scope.min_normal_exponent()
     if scope.is_wide_range() and scope.data_has_wide_range():
