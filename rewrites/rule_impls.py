@@ -256,15 +256,17 @@ def _reduced_size(op: ir.Operation) -> int:
 
 def rule_reduce(scope: Scope, op: ir.Operation) -> None:
     """reduce / reduce_window: one common scale for inputs and inits; a sum over N elements
-    moves ``2^k ~ sqrt(N)`` from data to scale."""
+    moves ``2^k ~ sqrt(N)`` from data to scale. A sum's constant init is an add of a
+    constant (``above_constants``): in f32 data ``lax.reduce(x, 1e30, add)`` of x at 2^-40
+    took x's scale, the factor to it clamped at 2^127, and the sum came out 1e30 / 4096."""
     region = op.regions[0]
     if not is_homogeneous(region):
         rule_unscaled(scope, op, report="has a reducer that does not commute with scaling")
         return
-    operands, scale = operands_at_common_scale(scope, op)
+    additive = is_additive(region)
+    operands, scale = operands_at_common_scale(scope, op, above_constants=additive)
     types = scope.state.types
     data_dtype, f32 = scope.current_data_dtype(), types.f32
-    additive = is_additive(region)
     if additive and data_dtype != f32:
         # Sum f16/bf16 data in f32, as JAX sums f16 and as the f32 original does: a sum of
         # N same-sign values of unit scale passes f16's 65504 from N ~ 65k on.

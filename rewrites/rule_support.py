@@ -78,13 +78,13 @@ def _at_common_scale(
 
 def operands_at_common_scale(
     scope: Scope, op: ir.Operation, indices: list[int] | None = None,
-    constants_follow: bool = False, merge: bool = False,
+    constants_follow: bool = False, merge: bool = False, above_constants: bool = False,
 ) -> tuple[list[ir.Value], Scale]:
     """New operands with the float ones (or those at ``indices``) at one common scale."""
     olds = list(op.operands)  # ``op.operands`` builds a new list object on every access
     indices = float_operand_indices(scope, olds) if indices is None else indices
     return _at_common_scale(scope, olds, indices, [scope.scaled(olds[i]) for i in indices],
-                            constants_follow, merge)
+                            constants_follow, merge, above_constants)
 
 
 def same_scale(scope: Scope, op: ir.Operation, constants_follow: bool = False,

@@ -343,6 +343,11 @@ def _scatter_of_large_constant(x: jax.Array) -> jax.Array:
     return jnp.zeros((10,), jnp.float32).at[1:9].set(x).at[0].set(jnp.finfo(jnp.float32).max)
 
 
+def _sum_with_large_init(x: jax.Array) -> jax.Array:
+    finite = x[:-1]  # x's inf, moved 2^-140 to 1e30's scale, is NaN as in x + 1e30 (left)
+    return jax.lax.reduce(finite, np.float32(1e30), jax.lax.add, (0,)) + jnp.sum(finite)
+
+
 def _select_n_of_constants_far_apart(x: jax.Array) -> jax.Array:
     which = jnp.arange(8) % 3
     return jax.lax.select_n(which, jnp.full((8,), 1e-30), jnp.full((8,), 1e30), x)
@@ -356,10 +361,12 @@ def _select_n_of_constants_far_apart(x: jax.Array) -> jax.Array:
 # near 0 went 2^120 down to 1e36's scale, below f32's normal range. A scatter of
 # finfo(f32).max into x's tensor took x's scale and overflowed; select_n's nested selects
 # met at midpoints that took 1e30 to 2^70 and then 2^65 further (inf), or 1e-30 below f32's
-# normals beside x at 2^40.
+# normals beside x at 2^40. A sum whose init is 1e30 took x's scale at 2^-40, the factor
+# to it clamped at 2^127: 1e30 / 4096.
 @pytest.mark.parametrize("fn", [_nan_to_num_of_log, _where_large_constant,
                                 _pad_with_large_constant, _concatenate_with_large_constant,
-                                _scatter_of_large_constant, _select_n_of_constants_far_apart])
+                                _scatter_of_large_constant, _select_n_of_constants_far_apart,
+                                _sum_with_large_init])
 def test_f32_data_keeps_values_beside_constants_far_from_them(fn: Any) -> None:
     x = np.array([-1.0, 0.0, 1e-3, 0.3, 1.0, 1.7, 2.5, np.inf], np.float32)
     step = compile_scaled(fn, x, return_scaled=False,
