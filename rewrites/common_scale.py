@@ -12,7 +12,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import Emitter, dtype_name
 from scalify_hlo.rewrites.scalify_state import Scaled
-from scalify_hlo.scale import EXPONENT_RANGES, LARGEST_FINITE, ONE, UNSET_BELOW, Scale
+from scalify_hlo.scale import LARGEST_FINITE, ONE, UNSET_BELOW, Scale
 
 if TYPE_CHECKING:
     from scalify_hlo.rewrites.scalify_state import ScalifyState
@@ -78,8 +78,8 @@ class CommonScale:
         first = scaled[0].scale
         if all(v.scale.same_factors(first) for v in scaled):
             exps = [v.scale.exp for v in scaled]
-            if merge and self.is_wide_range() and self.data_has_wide_range() and (
-                    max(exps) - min(exps) > -self.min_normal_exponent() // 2):
+            if merge and self.data_has_wide_range() and self.is_wide_range() and (
+                    max(exps) - min(exps) > self.reach_below_largest()):
                 # pieces put side by side move half as far: tanh's values beside
                 # finfo(f32).max went 2^127 down, subnormal, and XLA flushed them to 0
                 return self.midpoint(scaled)
@@ -164,6 +164,14 @@ class CommonScale:
         only the current op's (an f16 step's f32 ops hand on results that go back to f16,
         where data moved toward the middle of f32's range overflows)."""
         return type(self.state.data_dtype) in _WIDE_RANGE_CLASSES
+
+    def reach_below_largest(self) -> int:
+        """How many binades below the largest scale an operand may be taken to it: the data
+        type's headroom below unit data (2^14 in f16), and in f32 and bf16 data (the step's)
+        half the normal range, 2^63, since data is not always near 1 (a log's values near
+        0 moved 2^126 down beside ``finfo(f32).max`` went subnormal, and XLA flushed them)."""
+        headroom = -self.min_normal_exponent()
+        return headroom // 2 if self.is_wide_range() and self.data_has_wide_range() else headroom
 
     def holds_wide_range(self, old: ir.Value) -> bool:
         """Whether the original value ``old`` has data with f32's exponent range: an op that
@@ -259,7 +267,7 @@ class CommonScale:
         # In f32-range data (f32, bf16) no constant is a sentinel: finfo(f32).max at 2^127
         # follows down to 2^1, where its data is still finite (f32 data took x's scale for
         # pad(x, constant_values=3e38), 2^129 below it, and the factor's clamp made it 7.5e37).
-        narrow = largest is not None and max_exp < EXPONENT_RANGES["f32"][1]
+        narrow = largest is not None and not self.is_wide_range()
         floors = [v.scale.exp - (max_exp - 1) for v in constants
                   if v.scale.exp < max_exp or not narrow]
         if narrow and any(v.scale.exp >= max_exp for v in constants):

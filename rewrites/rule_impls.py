@@ -142,7 +142,7 @@ def rule_scatter(scope: Scope, op: ir.Operation) -> None:
     that commutes with scaling (add) is same-scale."""
     region = op.regions[0]
     if is_assignment(region):
-        same_scale(scope, op, merge=True)
+        rule_merge(scope, op)
     elif is_homogeneous(region):
         rule_same_scale(scope, op)
     else:

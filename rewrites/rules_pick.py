@@ -40,18 +40,11 @@ def _distinct_scales(floats: Sequence[Scaled]) -> int:
 
 
 def _fits_at_max(scope: Scope, floats: Sequence[Scaled]) -> bool:
-    """Whether the largest scale keeps every operand's unit data normal in the data type
-    (a static spread within the type's headroom, 2^14 for f16): today's cheap path. In f32
-    and bf16 data (the step's, not an f16 step's f32 ops) half the normal range, 2^63: data
-    is not always near 1 (a log's values near 0), and moved down 2^126, the whole range,
-    every value of ``nan_to_num(log(x))`` below 2 met ``finfo(f32).max``'s 2^127 as a
-    subnormal, which XLA flushes to 0; beyond 2^63 the operands do not all go to the
-    largest scale (``_choose``)."""
+    """Whether the largest scale keeps every operand's data normal in the data type (a
+    static spread within ``reach_below_largest``: 2^14 for f16, 2^63 in f32 and bf16 data):
+    today's cheap path; beyond it the operands do not all go to the largest (``_choose``)."""
     spread = scope.static_spread(floats)
-    headroom = -scope.min_normal_exponent()
-    if scope.is_wide_range() and scope.data_has_wide_range():
-        headroom //= 2
-    return spread is not None and spread <= headroom
+    return spread is not None and spread <= scope.reach_below_largest()
 
 
 def _wide_element(scope: Scope) -> ir.Type:
