@@ -43,7 +43,12 @@ from scalify_hlo.rewrites.rule_support import (
 )
 from scalify_hlo.rewrites.rules_bias import add_with_mask_bias
 from scalify_hlo.rewrites.rules_control_flow import rule_case, rule_optimization_barrier, rule_while
-from scalify_hlo.rewrites.rules_pick import rule_choose, rule_compare, rule_select
+from scalify_hlo.rewrites.rules_pick import (
+    reduce_past_constant_inits,
+    rule_choose,
+    rule_compare,
+    rule_select,
+)
 from scalify_hlo.rewrites.rules_small import small_result_scale
 from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.rewrites.value_signs import is_nonpositive
@@ -264,6 +269,8 @@ def rule_reduce(scope: Scope, op: ir.Operation) -> None:
         rule_unscaled(scope, op, report="has a reducer that does not commute with scaling")
         return
     additive = is_additive(region)
+    if not additive and reduce_past_constant_inits(scope, op):
+        return
     operands, scale = operands_at_common_scale(scope, op, above_constants=additive)
     types = scope.state.types
     data_dtype, f32 = scope.current_data_dtype(), types.f32

@@ -59,7 +59,10 @@ SELECT = FamilyRule("select", "branches at a common scale; a constant branch tak
                     "the runtime branch's scale (or that floor), the picked branch's, the "
                     "midpoint, or the largest picked binade", impl.rule_select)
 CHOOSE = FamilyRule("choose", "max/min/clamp: the result is one of the operands; one runtime "
-                    "scale: constants follow it as in select; " + _PICKED,
+                    "scale: constants follow it as in select, except that in f16 data a "
+                    "constant the op takes only where the data passes it (max's c <= 0, "
+                    "min's c >= 0: a clip's bounds, max(x, -1e9)) sets no floor: it saturates "
+                    "at the data's scale, so data far below it keeps its values; " + _PICKED,
                     "the runtime operand's scale, the midpoint, or the result's amax",
                     impl.rule_choose)
 ADDITIVE = FamilyRule("additive", "operands rescaled to the common scale (never below a "
@@ -93,7 +96,9 @@ SQUARE = FamilyRule("square", "same op on data", "square of the scale", impl.rul
 DOT = FamilyRule("dot", "op on data times 2^-k, 2^k ~ sqrt(contracted size)",
                  "product of scales times 2^k", impl.rule_dot)
 REDUCE = FamilyRule("reduce", "same op at a common scale; a sum over N elements times 2^-k, "
-                    "2^k ~ sqrt(N), accumulated in f32 for f16/bf16 data",
+                    "2^k ~ sqrt(N), accumulated in f32 for f16/bf16 data; a max or min "
+                    "reduce's constant init on the far side of 0 (finfo.min) follows the "
+                    "data's scale, saturated, in f16 steps (as choose)",
                     "common scale (times 2^k for sums)", impl.rule_reduce)
 SELECT_AND_SCATTER = FamilyRule("select-and-scatter", "same op: operand at its own scale, source "
                                 "and init at a common one", "source's scale",

@@ -26,6 +26,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import defining_op, numpy_dtype
 from scalify_hlo.rewrites.program_constants import program_constant, program_splat
+from scalify_hlo.rewrites.regions import region_ops
 from scalify_hlo.rewrites.rule_support import bind_results, emit_like, operands_at_common_scale
 from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.rewrites.value_signs import is_nonnegative, is_nonpositive
@@ -153,7 +154,13 @@ def clamp_at_bounds(scope: Scope, op: ir.Operation) -> bool:
     top, low = max(exps), min(exps)
     # the largest bound's data below 2^15 in f16, the smallest normal where the span allows
     cap = max(top - headroom, min(top, low + headroom))
-    floor = scope.constant_floor(bounds)  # as the constants of a choose follow a scale
+    # as the constants of a choose follow a scale; a bound x reaches only by passing 0 (a
+    # clip's -1 and 1) needs no floor: x's values far below it stay (saturated in _emit_clamp)
+    _, lo_old, hi_old = found
+    past = (lo_old is not None and is_nonpositive(lo_old),
+            hi_old is not None and is_nonnegative(hi_old))
+    floor = scope.constant_floor([b for b, p in zip((lo, hi), past, strict=True)
+                                  if b is not None and not p and not b.any_scale])
     if x.scale.is_static:
         if x.scale.exp <= cap:
             return False
@@ -165,26 +172,33 @@ def clamp_at_bounds(scope: Scope, op: ir.Operation) -> bool:
             exponent = emit.binary("stablehlo.maximum", exponent, emit.int_scalar(floor), i32)
         scale = Scale.dynamic(emit.binary("stablehlo.minimum", exponent, emit.int_scalar(cap),
                                           i32))
-    _emit_clamp(scope, op, x, lo, hi, scale)
+    _emit_clamp(scope, op, x, lo, hi, scale, saturate=not scale.is_static and any(past))
     return True
 
 
 def _emit_clamp(scope: Scope, op: ir.Operation, x: Scaled, lo: Scaled | None,
-                hi: Scaled | None, scale: Scale) -> None:
+                hi: Scaled | None, scale: Scale, saturate: bool = False) -> None:
     """The clamp in f32 at ``scale``, then the data type: x's data is shifted in three normal
     factors (``shifted_exactly``), so a value past a bound is inf or a large number, never
-    NaN, and the clamp makes it the bound (a max or min where one side has no bound)."""
+    NaN, and the clamp makes it the bound (a max or min where one side has no bound). With
+    ``saturate``, bounds past the data type's range at a runtime scale are its largest
+    finite value, as a constant that follows a scale is (``Scope.rescale_constant``)."""
     emit, types, i32 = scope.emit, scope.state.types, scope.exponent_type()
     f32 = types.f32
     shift = emit.binary("stablehlo.subtract", scope.exponent(x.scale), scope.exponent(scale),
                         i32)
     wide = shifted_exactly(scope, emit.convert(x.data, f32), shift)
+    given = [b for b in (lo, hi) if b is not None]
+    wide_bounds = scope.in_type(given, scale, f32)
+    if saturate:
+        largest = float(ml_dtypes.finfo(numpy_dtype(scope.current_data_dtype())).max)
+        wide_bounds = [emit.op(_CLAMP, [emit.splat(-largest, b.type), b,
+                                        emit.splat(largest, b.type)], [b.type]).result
+                       for b in wide_bounds]
     if lo is None or hi is None:
-        bound = scope.in_type([hi or lo], scale, f32)[0]
-        clamped = emit.binary(_MIN if lo is None else _MAX, wide, bound, wide.type)
+        clamped = emit.binary(_MIN if lo is None else _MAX, wide, wide_bounds[0], wide.type)
     else:
-        low, high = scope.in_type([lo, hi], scale, f32)
-        clamped = emit.op(_CLAMP, [low, wide, high], [wide.type]).result
+        clamped = emit.op(_CLAMP, [wide_bounds[0], wide, wide_bounds[1]], [wide.type]).result
     scope.set(op.results[0], Scaled(emit.convert(clamped, scope.current_data_dtype()), scale))
 
 
@@ -199,6 +213,35 @@ def shifted_exactly(scope: Scope, wide: ir.Value, shift: ir.Value) -> ir.Value:
         wide = emit.times_factor(wide, emit.pow2_of_exponent(step))
         rest = emit.binary("stablehlo.subtract", rest, step, i32)
     return wide
+
+
+def _choice_kinds(op: ir.Operation) -> list[str]:
+    """Per operand: max or min where the op takes it as that side of a max or min (both
+    operands of a max or min, a clamp's bounds, the inits of a max or min reduce), else ""."""
+    olds = list(op.operands)
+    if op.name in (_MAX, _MIN):
+        return [op.name] * len(olds)
+    if op.name == _CLAMP:
+        return [_MAX, "", _MIN]
+    if op.name in ("stablehlo.reduce", "stablehlo.reduce_window"):
+        reducers = [o.name for o in region_ops(op.regions[0]) if o.name != "stablehlo.return"]
+        if len(reducers) == 1 and reducers[0] in (_MAX, _MIN):
+            half = len(olds) // 2
+            return [""] * half + [reducers[0]] * (len(olds) - half)
+    return [""] * len(olds)
+
+
+def taken_only_past(op: ir.Operation) -> list[bool]:
+    """Per operand: whether it is a constant of the program that the op takes only where
+    another operand passes it: a max's c <= 0 (``max(x, -1e9)``, a clip's lower bound, a
+    max reduce's ``finfo.min`` init), a min's c >= 0. Data far below such a constant never
+    passes it (only an infinity does), so the constant need not fit at the data's scale:
+    saturated there, it keeps every finite value (``rules_pick._constants_follow``)."""
+    past = []
+    for kind, old in zip(_choice_kinds(op), op.operands, strict=True):
+        past.append(bool(kind) and program_constant(old) is not None and (
+            is_nonpositive(old) if kind == _MAX else is_nonnegative(old)))
+    return past
 
 
 def guard_signs(op: ir.Operation) -> list[int]:

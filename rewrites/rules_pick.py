@@ -23,6 +23,7 @@ from scalify_hlo.rewrites.rules_bounds import (
     keep_off_zero,
     same_scale_guarded,
     shifted_exactly,
+    taken_only_past,
 )
 from scalify_hlo.rewrites.scope import RESCALE_ATTR, Scaled, Scope
 from scalify_hlo.scale import ONE, Scale
@@ -257,6 +258,10 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
             _bind_at(scope, op, floats, [scope.rescale_data(v, midpoint) for v in floats],
                      midpoint)
         return
+    past = taken_only_past(op)
+    if (runtime or not _fits_at_max(scope, floats)) and any(past) and _constants_follow(
+            scope, op, floats, past):
+        return  # max(x, -1e9) of x far below 1e9: the constant saturates at x's scale
     if _fits_at_max(scope, floats) or runtime:
         # One runtime scale: constants follow it (down to where they stay in range), a
         # guard's (max(x, eps)) kept off 0.
@@ -271,7 +276,8 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
     _pick_unrelated(scope, op)  # static scales too far apart for f16
 
 
-def _constants_follow(scope: Scope, op: ir.Operation, floats: list[Scaled]) -> bool:
+def _constants_follow(scope: Scope, op: ir.Operation, floats: list[Scaled],
+                      past: Sequence[bool] = ()) -> bool:
     """Static operands too far apart for f16 where the far ones are constants of the program
     (a mask's -1e9 against logits whose scale is static, as in a remat'd scan body): the
     constants follow the data's scale as they follow a runtime one (``constants_follow``),
@@ -280,16 +286,19 @@ def _constants_follow(scope: Scope, op: ir.Operation, floats: list[Scaled]) -> b
     bf16 data the same, for data at a runtime scale too, instead of the midpoint, which moved
     the data half way each time: the two bounds of ``clip(sinh(x), -1e30, 1e30)`` took
     values near 2^-28 below f32's normal range (flushed to 0), and ``select_n`` of 1e-30,
-    1e30 and x at 2^-40 took 1e30 to 2^70 and then 2^65 further, to inf."""
+    1e30 and x at 2^-40 took 1e30 to 2^70 and then 2^65 further, to inf. Constants the op
+    takes only ``past`` the data (per operand, ``taken_only_past``) set no floor."""
     olds = list(op.operands)
-    constant = [program_constant(olds[i]) is not None
-                for i in float_operand_indices(scope, olds)]
+    indices = float_operand_indices(scope, olds)
+    constant = [program_constant(olds[i]) is not None for i in indices]
     data = [v for v, c in zip(floats, constant, strict=True) if not c and not v.any_scale]
     constants = [v for v, c in zip(floats, constant, strict=True) if c and not v.any_scale]
     if not data or not constants or not _fits_at_max(scope, data):
         return False
+    floored = [v for v, c, i in zip(floats, constant, indices, strict=True)
+               if c and not v.any_scale and not (past and past[i])]
     # raised to where the constants fit (at run time for a runtime scale: f32 and bf16 data)
-    scale = scope.at_least(scope.common_scale(data, merge=True), scope.constant_floor(constants))
+    scale = scope.at_least(scope.common_scale(data, merge=True), scope.constant_floor(floored))
     ceiling = min(v.scale.exp for v in constants) - scope.min_normal_exponent()
     if scope.data_has_wide_range() and ceiling < scope.max_exponent():
         # and a constant below 2 kept normal: 1e-30 beside data at 2^40 was subnormal, 0
@@ -302,6 +311,19 @@ def _constants_follow(scope: Scope, op: ir.Operation, floats: list[Scaled]) -> b
                               datas)
     _bind_at(scope, op, floats, datas, scale)
     return True
+
+
+def reduce_past_constant_inits(scope: Scope, op: ir.Operation) -> bool:
+    """A max or min reduce of an f16 step whose inits are constants it takes only past the
+    data (``taken_only_past``): they follow the data's scale, saturated in f16
+    (``_constants_follow``), where the common scale's maximum put ``finfo(f32).min``'s 2^128
+    on the data and every value came out 0 at any scale, an infinity NaN (``lax.reduce(x,
+    finfo.min, max)``, a max pool's ``reduce_window`` so written). f32 and bf16 steps keep
+    their data at ``common-scale=first``'s choice, where the init follows it already."""
+    past = taken_only_past(op)
+    if scope.data_has_wide_range() or not any(past):
+        return False
+    return _constants_follow(scope, op, float_operands(scope, list(op.operands))[1], past)
 
 
 def _bind_at(scope: Scope, op: ir.Operation, floats: list[Scaled], datas: list[ir.Value],

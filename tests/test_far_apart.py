@@ -388,3 +388,68 @@ def test_f32_data_gradient_of_nan_to_num_is_the_original() -> None:
     got = compile_scaled(grad, x, return_scaled=False,
                          policy=Policy(data_dtype="float32", fp8_dots=False))(x)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(jax.jit(grad)(x)))
+
+
+_F32 = jnp.finfo(jnp.float32)
+
+
+def _max_reduce_from_sentinel(x: jax.Array) -> jax.Array:
+    return jax.lax.reduce(x, _F32.min, jax.lax.max, (1,))
+
+
+def _min_reduce_from_sentinel(x: jax.Array) -> jax.Array:
+    return jax.lax.reduce(x, _F32.max, jax.lax.min, (1,))
+
+
+def _max_with_large_initial(x: jax.Array) -> jax.Array:
+    return jnp.max(x, axis=1, initial=-1e9)
+
+
+def _max_pool_from_sentinel(x: jax.Array) -> jax.Array:
+    return jax.lax.reduce_window(x, _F32.min, jax.lax.max, (1, 2), (1, 2), "VALID")
+
+
+def _maximum_with_sentinel(x: jax.Array) -> jax.Array:
+    return jnp.maximum(x, _F32.min)
+
+
+def _clip_wide(x: jax.Array) -> jax.Array:
+    return jnp.clip(x, -1e4, 1e4)
+
+
+# f16 data holds 2^40 at one scale, so a constant far above the data's scale cannot be held
+# beside it. A max, min or clamp takes a constant on the far side of 0 (a max's -1e9 or
+# finfo(f32).min, a clip's -1 and 1, a max reduce's init) only where the data passes it,
+# which finite data far below it never does: such a constant follows the data's scale,
+# saturated to +-65504. Before, it set a floor under the scale (or, as a reduce's init, the
+# common scale's maximum took its 2^128), and the data was flushed: a max reduce from
+# finfo(f32).min gave 0 at every scale, clip(x, -1e4, 1e4) of values at 2^-24 gave 0.
+@pytest.mark.parametrize("fn", [_max_reduce_from_sentinel, _min_reduce_from_sentinel,
+                                _max_with_large_initial, _max_pool_from_sentinel,
+                                _maximum_with_sentinel, _clip_wide, _clip, jax.nn.relu6])
+def test_f16_data_far_below_a_constant_taken_only_past_it_keeps_its_values(fn: Any) -> None:
+    x = np.random.default_rng(0).normal(size=(6, 8)).astype(np.float32)
+    step = compile_scaled(fn, x, return_scaled=False,
+                          policy=Policy(data_dtype="float16", fp8_dots=False))
+    for k in (-40, -24, 0, 12):
+        scale = np.float32(2.0 ** k)
+        got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)))
+        want = np.asarray(jax.jit(fn)(jnp.asarray(x) * scale))
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=0, err_msg=f"scale 2^{k}")
+
+
+# The max reduce's result handed back directly is computed in f32, where the common scale's
+# maximum moved x's data 2^127 down: an exponent clamped at -127 builds the factor 0, and
+# x's -inf times 0 was NaN.
+def test_an_f16_step_max_reduce_from_a_sentinel_keeps_an_infinity_out_of_its_result() -> None:
+    x = np.array([-np.inf, -3.0, -0.5, 0.0, 0.25, 2.0, 1.0], np.float32)
+
+    def fn(x: jax.Array) -> jax.Array:
+        return jax.lax.reduce(x, _F32.min, jax.lax.max, (0,))
+
+    step = compile_scaled(fn, x, return_scaled=False,
+                          policy=Policy(data_dtype="float16", fp8_dots=False))
+    for k in (-40, 0):
+        scale = np.float32(2.0 ** k)
+        got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)))
+        assert got == 2.0 * scale, f"scale 2^{k}: {got}"

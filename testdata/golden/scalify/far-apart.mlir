@@ -84,13 +84,17 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// One runtime scale beside a constant (jnp.minimum(x, 1.0)), f16 data: the constant follows
-// the runtime scale down to where it stays in range (floor 2^-14), as in select; no f32
-// detour and no reduction: the common case adds no kernel.
+// One runtime scale beside a constant (jnp.minimum(x, 1.0)), f16 data: the min takes 1.0
+// only where x passes it, so the constant follows x's scale with no floor, saturated to
+// +-65504 where it passes f16's range (x's values at 2^-40 stay, where a floor flushed
+// them); x's data is untouched, and no reduction: the common case adds no kernel.
 // CHECK-LABEL: func.func public @main
-// CHECK:         [[FLOOR:%.*]] = stablehlo.constant dense<-14> : tensor<i32>
-// CHECK:         stablehlo.maximum {{.*}}, [[FLOOR]] : tensor<i32>
-// CHECK:         stablehlo.minimum {{.*}} : tensor<4xf16>
+// CHECK-DAG:     [[TOP:%.*]] = stablehlo.constant dense<6.550400e+04> : tensor<f32>
+// CHECK-DAG:     [[BOTTOM:%.*]] = stablehlo.constant dense<-6.550400e+04> : tensor<f32>
+// CHECK:         [[C:%.*]] = stablehlo.clamp [[BOTTOM]], {{.*}}, [[TOP]]
+// CHECK:         [[C16:%.*]] = stablehlo.convert [[C]] : (tensor<4xf32>) -> tensor<4xf16>
+// CHECK:         [[R:%.*]] = stablehlo.minimum %arg0, [[C16]] : tensor<4xf16>
+// CHECK:         return [[R]], %arg1
 // CHECK-NOT:     stablehlo.reduce
 // F32-LABEL: func.func public @main
 // F32:         stablehlo.minimum {{.*}} : tensor<4xf32>
@@ -99,6 +103,25 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %cst = stablehlo.constant dense<1.000000e+00> : tensor<4xf32>
   %0 = stablehlo.minimum %arg0, %cst : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A max reduce whose init is a sentinel (lax.reduce(x, finfo(f32).min, max)), f16 data: the
+// init is taken only where every value is below it, so it follows x's scale, saturated,
+// where the common scale's maximum put the init's 2^128 on x and every value came out 0.
+// CHECK-LABEL: func.func public @main
+// CHECK-DAG:     [[BOTTOM:%.*]] = stablehlo.constant dense<-6.550400e+04> : tensor<f32>
+// CHECK:         [[INIT:%.*]] = stablehlo.clamp [[BOTTOM]]
+// CHECK:         [[I16:%.*]] = stablehlo.convert [[INIT]] : (tensor<f32>) -> tensor<f16>
+// CHECK:         [[R:%.*]] = stablehlo.reduce(%arg0 init: [[I16]]) applies stablehlo.maximum
+// CHECK:         return [[R]], %arg1
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.reduce({{.*}}) applies stablehlo.maximum
+func.func public @main(%arg0: tensor<3x4xf32>) -> tensor<3xf32> {
+  %cst = stablehlo.constant dense<-3.40282347E+38> : tensor<f32>
+  %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.maximum across dimensions = [1] : (tensor<3x4xf32>, tensor<f32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
 }
 
 // -----
@@ -173,12 +196,16 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>, %arg2: tensor
 // the bounds followed x's runtime scale and flushed to 0 where it was 2^30 (the clip was 0
 // where the original gives -1 or 1): the clamp now takes a scale its bounds fit at (x's,
 // capped by the bounds' own: a minimum of exponents), and x is shifted to it in f32, where
-// a value far past a bound is inf or large and the clamp makes it the bound. f32 data holds
-// the bounds at any scale of x: max then min, as before.
+// a value far past a bound is inf or large and the clamp makes it the bound. x reaches -1 and
+// 1 only by passing them, so where x's scale is far below them they set no floor (x's values
+// at 2^-40 stay): each is saturated at +-65504 there. f32 data holds the bounds at any scale
+// of x: max then min, as before.
 // CHECK-LABEL: func.func public @main
 // CHECK:         [[E:%.*]] = stablehlo.minimum {{.*}} : tensor<i32>
 // CHECK:         [[X:%.*]] = stablehlo.convert %arg0 : (tensor<4xf16>) -> tensor<4xf32>
-// CHECK:         [[C:%.*]] = stablehlo.clamp {{.*}} : tensor<4xf32>
+// CHECK:         [[LO:%.*]] = stablehlo.clamp {{.*}} : tensor<4xf32>
+// CHECK:         [[HI:%.*]] = stablehlo.clamp {{.*}} : tensor<4xf32>
+// CHECK:         [[C:%.*]] = stablehlo.clamp [[LO]], {{.*}}, [[HI]] : tensor<4xf32>
 // CHECK:         stablehlo.convert [[C]] : (tensor<4xf32>) -> tensor<4xf16>
 // CHECK-NOT:     stablehlo.maximum {{.*}} : tensor<4xf16>
 // CHECK-NOT:     stablehlo.minimum {{.*}} : tensor<4xf16>
@@ -248,10 +275,13 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 
 // jax.nn.hard_tanh: where(x > 1, 1, where(x < -1, -1, x)), two selects against compares,
 // caps of either side of x by constants (the bounds are int constants converted to f32:
-// split at rewrite time, no measurement): the same clamp at a scale its bounds fit at.
+// split at rewrite time, no measurement): the same clamp at a scale its bounds fit at, each
+// bound saturated at +-65504 where x's scale is far below it.
 // CHECK-LABEL: func.func public @main
 // CHECK-NOT:     stablehlo.reduce
-// CHECK:         [[C:%.*]] = stablehlo.clamp {{.*}} : tensor<4xf32>
+// CHECK:         [[LO:%.*]] = stablehlo.clamp {{.*}} : tensor<4xf32>
+// CHECK:         [[HI:%.*]] = stablehlo.clamp {{.*}} : tensor<4xf32>
+// CHECK:         [[C:%.*]] = stablehlo.clamp [[LO]], {{.*}}, [[HI]] : tensor<4xf32>
 // CHECK:         stablehlo.convert [[C]] : (tensor<4xf32>) -> tensor<4xf16>
 // F32-LABEL: func.func public @main
 // F32:         stablehlo.select
