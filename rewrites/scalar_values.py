@@ -20,9 +20,11 @@ the reduction's element type.
 A scalar made by a nonlinear op (``x * exp(-t / 50)``, ``x * 0.98 ** t``,
 ``x * sigmoid(-t / 50)``), or by products, quotients, sums, differences and picks of one,
 can sit anywhere in f32's range: 4e-9 at t = 1000, which a raw convert to f16 makes 0.
-Those alone are read rescaled by their amax where a 16-bit op reads them
-(``unbounded_scalars``): every rank-0 value read so made runtime scales of the scalars that
-clips and guards compare at static scales.
+So is a pick beside a nonzero constant (``max(norm, 1e-6)``), which an f16 step's f32 op
+makes at the midpoint of the two scales, its data half their spread from 1. Those alone are
+read rescaled by their amax where a 16-bit op reads them (``unbounded_scalars``): every
+rank-0 value read so made runtime scales of the scalars that clips and guards compare at
+static scales.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from scalify_hlo.rewrites.op_table import (
     has_trait,
     ops_in_family,
 )
+from scalify_hlo.rewrites.program_constants import program_constant, program_splat
 
 
 def _is_scalar(t: ir.Type, types: Types) -> bool:
@@ -83,8 +86,25 @@ _UNBOUNDED_CARRIERS = frozenset({"stablehlo.multiply", "stablehlo.divide", "stab
                                  "stablehlo.abs", "stablehlo.convert", "stablehlo.reshape",
                                  "stablehlo.add", "stablehlo.subtract", "stablehlo.select",
                                  "stablehlo.maximum", "stablehlo.minimum"})
+# Picks whose rank-0 result can leave 16-bit range beside a nonzero constant of the program:
+# an f16 step's f32 pick of a runtime and a static scale takes their midpoint, where the data
+# sits half their spread from 1 (``max(norm, 1e-6)`` of a norm near 2^19: data 2^19, and the
+# reciprocal's 2^-19, converted raw, was an f16 subnormal, so ``x / max(norm, 1e-6)`` of x at
+# 2^16 kept 2 bits).
+_PICKS = frozenset({"stablehlo.maximum", "stablehlo.minimum", "stablehlo.select",
+                    "stablehlo.clamp"})
 # Ops whose results are what one of their regions returns.
 _BRANCHES = frozenset(ops_in_family(Family.CASE))
+
+
+def _pick_beside_a_constant(op: ir.Operation, scalars: set[ir.Value]) -> bool:
+    """A pick among rank-0 floats of which some are nonzero constants and some are not."""
+    if op.name not in _PICKS:
+        return False
+    picked = [value for value in op.operands if value in scalars]
+    constant = [program_constant(value) is not None and program_splat(value) != 0.0
+                for value in picked]
+    return any(constant) and not all(constant)
 
 
 def unbounded_scalars(func: ir.Operation, scalars: set[ir.Value]) -> set[ir.Value]:
@@ -113,7 +133,7 @@ def _walk_unbounded(block: ir.Block, scalars: set[ir.Value], found: set[ir.Value
             continue
         if len(op.results) != 1 or op.results[0] not in scalars:
             continue
-        if op.name in _UNBOUNDED_MAKERS or (
+        if op.name in _UNBOUNDED_MAKERS or _pick_beside_a_constant(op, scalars) or (
                 op.name in _UNBOUNDED_CARRIERS
                 and any(value in found for value in op.operands)):
             found.add(op.results[0])

@@ -8,13 +8,15 @@ came back 0 (or, with weight decay, the decay alone).
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
-from scalify_hlo import Policy, compile_scaled
+from scalify_hlo import Policy, ScaledArray, compile_scaled
 
 _RNG = np.random.default_rng(0)
 PARAMS = {"w": jnp.asarray(_RNG.normal(size=(4, 8)) * 0.3, jnp.float32),
@@ -99,3 +101,27 @@ def test_a_scalar_from_a_nonlinear_op_past_f16s_range_is_read_rescaled(name: str
     got = np.asarray(compile_scaled(fn, x, t, policy=POLICIES["f16"][0],
                                     return_scaled=False)(x, t), np.float64)
     assert np.max(np.abs(got - want)) <= 2e-3 * np.max(np.abs(want))
+
+
+def _clip_by_norm(x: jax.Array) -> jax.Array:
+    norm = jnp.sqrt(jnp.sum(x * x))
+    return x * jnp.minimum(1.0, 1.0 / jnp.maximum(norm, 1e-6))
+
+
+def _rate_capped_by_a_constant(x: jax.Array) -> jax.Array:
+    return x * jnp.minimum(1e-3, 1e-3 * jnp.sum(x) / 100.0)
+
+
+# A pick between a scalar at a runtime scale and a nonzero constant runs in f32 at the midpoint
+# of their scales, so its data sits half their spread from 1: max(norm, 1e-6) of a norm near
+# 2^19 had data 2^19, its reciprocal 2^-19, which a raw convert made an f16 subnormal (the
+# clip kept 2 bits of x at 2^16: 15% off); min(1e-3, sum(x) * 1e-5) of x at 2^-40 was 0.
+@pytest.mark.parametrize("fn", [_clip_by_norm, _rate_capped_by_a_constant])
+def test_a_scalar_picked_beside_a_constant_is_read_rescaled(fn: Any) -> None:
+    x = np.random.default_rng(0).normal(size=(6, 8)).astype(np.float32)
+    step = compile_scaled(fn, x, policy=POLICIES["f16"][0], return_scaled=False)
+    for k in (-40, 0, 16):
+        scale = np.float32(2.0 ** k)
+        want = np.asarray(jax.jit(fn)(jnp.asarray(x) * scale), np.float64)
+        got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)), np.float64)
+        np.testing.assert_allclose(got, want, rtol=2e-3, err_msg=f"x at 2^{k}")
