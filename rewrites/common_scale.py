@@ -27,6 +27,9 @@ MIDPOINT_REACH = 100
 # magnitude: exp(-128) is 0 in f32, so a masked score stays out of a softmax whatever the
 # scores' scale. Saturated at the scores' scale 2^-38 it was -2^-22, exp of which is 1.
 SENTINEL_EXP = 7
+# A static scale this far from 1 (1e30 is 2^100) beside a runtime one can put their ratio
+# past f32's normal range at runtime scales that data reaches (2^-27 against 1e30).
+FAR_EXP = 64
 
 
 def sentinel_floor(level: float) -> int:
@@ -43,14 +46,31 @@ class CommonScale:
     emit: Emitter
     parent: Scope | None
 
-    def rescale_data(self, value: Scaled, target: Scale) -> ir.Value:
-        """``value``'s data re-expressed at scale ``target`` (an exact power-of-two factor)."""
+    def rescale_data(self, value: Scaled, target: Scale, far: bool = False) -> ir.Value:
+        """``value``'s data re-expressed at scale ``target`` (an exact power-of-two factor).
+
+        ``far``: the runtime ratio may pass f32's normal range (data beside a constant such
+        as 1e30 or finfo.max), so it is applied as two normal factors (``factor``'s high and
+        low): the one flushing factor of an exponent below -126 is 0, and an inf in the data
+        times 0 was NaN (``x + 1e30`` of x at 2^-40 holding an inf); one above 127 was
+        clamped there."""
         if value.any_scale:
             return value.data
         ratio = value.scale.over(target)
         if ratio.is_static:
             return self.emit.scale_tensor_static(value.data, ratio.exp)
+        if far:
+            once = self.emit.times_factor(value.data, self.factor(ratio, "high"))
+            return self.emit.times_factor(once, self.factor(ratio, "low"))
         return self.emit.times_factor(value.data, self.factor(ratio))
+
+    @staticmethod
+    def beside_far_constant(values: Sequence[Scaled]) -> bool:
+        """Whether a runtime scale meets a static one at least 2^FAR_EXP from 1 (1e30, a
+        sentinel): there a runtime ratio can pass f32's normal range (``rescale_data``)."""
+        return any(not v.any_scale and v.scale.is_static and abs(v.scale.exp) >= FAR_EXP
+                   for v in values) and any(not v.any_scale and not v.scale.is_static
+                                            for v in values)
 
     def common_scale(self, values: Sequence[Scaled], constants_follow: bool = False,
                      merge: bool = False, above_constants: bool = False) -> Scale:
@@ -283,10 +303,11 @@ class CommonScale:
             return [value.data], (ONE if value.any_scale else scale if scale.recipe is None
                                   else Scale(scale.exp, scale.factors))
         scale = self.common_scale(values, constants_follow, merge, above_constants)
+        far = self.beside_far_constant(values)
         if not constants_follow:
-            return [self.rescale_data(v, scale) for v in values], scale
+            return [self.rescale_data(v, scale, far) for v in values], scale
         return [self.rescale_constant(v, scale) if v.scale.is_static and not v.any_scale
-                else self.rescale_data(v, scale) for v in values], scale
+                else self.rescale_data(v, scale, far) for v in values], scale
 
     def rescale_constant(self, value: Scaled, target: Scale) -> ir.Value:
         """A constant operand that follows a runtime scale (``constants_follow``), saturated

@@ -344,7 +344,9 @@ def _scatter_of_large_constant(x: jax.Array) -> jax.Array:
 
 
 def _sum_with_large_init(x: jax.Array) -> jax.Array:
-    finite = x[:-1]  # x's inf, moved 2^-140 to 1e30's scale, is NaN as in x + 1e30 (left)
+    # x's inf: the two sums' runtime scales meet 2^137 apart, beyond f32's normal range, and
+    # the one flushing factor of that ratio is 0 (left: only beside a constant is it split)
+    finite = x[:-1]
     return jax.lax.reduce(finite, np.float32(1e30), jax.lax.add, (0,)) + jnp.sum(finite)
 
 
@@ -453,3 +455,42 @@ def test_an_f16_step_max_reduce_from_a_sentinel_keeps_an_infinity_out_of_its_res
         scale = np.float32(2.0 ** k)
         got = np.asarray(step(ScaledArray(jnp.asarray(x), scale)))
         assert got == 2.0 * scale, f"scale 2^{k}: {got}"
+
+
+def _plus_a_far_constant(x: jax.Array) -> jax.Array:
+    return x + 1e30
+
+
+def _far_constant_minus(x: jax.Array) -> jax.Array:
+    return 1e30 - x
+
+
+def _padded_with_a_far_constant(x: jax.Array) -> jax.Array:
+    return jnp.pad(x, 1, constant_values=3e38)
+
+
+def _sum_from_a_far_init(x: jax.Array) -> jax.Array:
+    return jax.lax.reduce(x, np.float32(1e30), jax.lax.add, (0,))
+
+
+# x at 2^-40 taken to 1e30's scale moves 2^-140, past f32's normal range: one factor built
+# from an exponent clamped at -127 is 0.0, and x's inf times 0 was NaN where the original
+# gives inf (every data type; in f16 data the pad of 3e38 too, at any scale of x). Beside
+# such a constant the ratio is now applied as two normal factors.
+@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("fn", [_plus_a_far_constant, _far_constant_minus,
+                                _padded_with_a_far_constant, _sum_from_a_far_init])
+def test_an_infinity_beside_a_far_constant_stays_infinite(data_dtype: str, fn: Any) -> None:
+    x = np.array([-1.0, 0.0, 1e-3, 0.3, 1.0, 1.7, 2.5, np.inf], np.float32)
+    step = compile_scaled(fn, x, return_scaled=False,
+                          policy=Policy(data_dtype=data_dtype, fp8_dots=False))
+    for k in (-40, 0):
+        scale = np.float32(2.0 ** k)
+        got = np.atleast_1d(np.asarray(step(ScaledArray(jnp.asarray(x), scale))))
+        want = np.atleast_1d(np.asarray(jax.jit(fn)(jnp.asarray(x) * scale)))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"2^{k}")
+        np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want), err_msg=f"2^{k}")
+        # one f16 tensor holds 2^40: a pad of 3e38 beside 1e-12 keeps only the 3e38
+        finite = np.abs(want[np.isfinite(want)])
+        held = np.isfinite(want) & (np.abs(want) >= finite.max(initial=0.0) * 2.0 ** -24)
+        np.testing.assert_allclose(got[held], want[held], rtol=1e-2, err_msg=f"x at 2^{k}")
