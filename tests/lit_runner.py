@@ -3,7 +3,8 @@
 Each ``// RUN:`` line of a file (a trailing ``\\`` continues it on the next RUN line) is run as
 one ``bash -o pipefail -c`` command, with the repository root as working directory and the
 directory of ``sys.executable`` first on ``PATH``, so that ``scalify-hlo`` and ``filecheck``
-resolve to the virtualenv's. Substitutions, as in LLVM lit:
+resolve to the virtualenv's (or, given a ``CliZygote``, ``scalify-hlo`` to a shim that forks it
+from a warm interpreter: ``cli_zygote.py``). Substitutions, as in LLVM lit:
 
 * ``%s``: the file's path (relative to the repository root when it lies inside it),
 * ``%S``: the file's directory, ``%t``: a temporary path unique to the file, ``%%``: ``%``.
@@ -23,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.cli_zygote import CliZygote
 from tests.helpers import REPO_ROOT
 
 RUN_TIMEOUT_S = 300
@@ -98,11 +100,11 @@ def substitute(command: str, path: Path, tmp_dir: Path) -> str:
     return _SUBST_RE.sub(lambda m: values[m.group(0)], command)
 
 
-def _environment() -> dict[str, str]:
+def _environment(zygote: CliZygote | None = None) -> dict[str, str]:
     env = dict(os.environ)
     bin_dir = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
-    return env
+    return env if zygote is None else zygote.environment(env)
 
 
 def failing_checks(stderr: str, path: Path) -> list[str]:
@@ -121,8 +123,9 @@ def _tail(text: str, limit: int = 6000) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
-def run_file(path: Path, tmp_dir: Path) -> None:
-    """Run every RUN line of ``path`` in order; raise LitFailure at the first one that fails."""
+def run_file(path: Path, tmp_dir: Path, zygote: CliZygote | None = None) -> None:
+    """Run every RUN line of ``path`` in order; raise LitFailure at the first one that fails.
+    With ``zygote``, ``scalify-hlo`` is forked from it instead of started afresh."""
     path = path.resolve()
     runs = parse_run_lines(path)
     if not runs:
@@ -134,7 +137,7 @@ def run_file(path: Path, tmp_dir: Path) -> None:
             proc = subprocess.run(
                 ["bash", "-o", "pipefail", "-c", _PRELUDE + command],
                 cwd=REPO_ROOT,
-                env=_environment(),
+                env=_environment(zygote),
                 capture_output=True,
                 text=True,
                 errors="replace",

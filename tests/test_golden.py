@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.cli_zygote import CliZygote
 from tests.lit_runner import (
     REPO_ROOT,
     LitFailure,
@@ -24,11 +26,19 @@ from tests.lit_runner import (
 GOLDEN_FILES = discover(REPO_ROOT / "testdata")
 
 
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[CliZygote]:
+    """One warm interpreter forks every ``scalify-hlo`` of the golden RUN lines."""
+    started = CliZygote()
+    yield started
+    started.close()
+
+
 @pytest.mark.parametrize("path", GOLDEN_FILES, ids=[display_path(p) for p in GOLDEN_FILES])
-def test_golden(path: Path, tmp_path: Path) -> None:
+def test_golden(path: Path, tmp_path: Path, zygote: CliZygote) -> None:
     message = None
     try:
-        run_file(path, tmp_path)
+        run_file(path, tmp_path, zygote)
     except LitFailure as failure:
         message = str(failure)
     if message is not None:  # outside `except`, so pytest shows no exception chain
@@ -141,3 +151,25 @@ def test_discover_only_files_with_run_lines(tmp_path: Path) -> None:
     _write(tmp_path, "module {}\n", "no_run.mlir")
     _write(tmp_path, "// RUN: true\n", "not_mlir.txt")
     assert discover(tmp_path) == [tmp_path / "a.mlir", tmp_path / "sub" / "b.mlir"]
+
+
+def test_zygote_cli_ends_as_the_console_script_does(tmp_path: Path, zygote: CliZygote) -> None:
+    """Through the zygote, a pipeline of two ``scalify-hlo``s feeds one into the other, a
+    malformed module fails with the CLI's one-line error (``not`` passes), and a wrong CHECK
+    fails the RUN line."""
+    module = "func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> { return %a : tensor<2xf32> }"
+    path = _write(
+        tmp_path,
+        "// RUN: scalify-hlo rewrite %s --pipeline 'scalify{data-dtype=f32}' \\\n"
+        "// RUN:   | scalify-hlo rewrite - --pipeline simplify | filecheck %s\n"
+        "// RUN: echo 'garbage' | not scalify-hlo rewrite - 2>&1 \\\n"
+        "// RUN:   | filecheck %s --check-prefix ERR\n"
+        "// CHECK: func.func @main\n"
+        "// ERR: error:\n"
+        f"{module}\n",
+    )
+    run_file(path, tmp_path / "out", zygote)
+    wrong = _write(tmp_path, f"// RUN: scalify-hlo rewrite %s | filecheck %s\n"
+                   f"// CHECK: no-such-text\n{module}\n", name="wrong.mlir")
+    with pytest.raises(LitFailure, match="failing CHECK at"):
+        run_file(wrong, tmp_path / "out", zygote)
