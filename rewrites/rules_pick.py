@@ -258,11 +258,12 @@ def _choose(scope: Scope, op: ir.Operation) -> None:
             _bind_at(scope, op, floats, [scope.rescale_data(v, midpoint) for v in floats],
                      midpoint)
         return
-    past = taken_only_past(op)
-    if (runtime or not _fits_at_max(scope, floats)) and any(past) and _constants_follow(
-            scope, op, floats, past):
-        return  # max(x, -1e9) of x far below 1e9: the constant saturates at x's scale
-    if _fits_at_max(scope, floats) or runtime:
+    fits = _fits_at_max(scope, floats)
+    if runtime or not fits:
+        past = taken_only_past(op)
+        if any(past) and _constants_follow(scope, op, floats, past):
+            return  # max(x, -1e9) of x far below 1e9: the constant saturates at x's scale
+    if fits or runtime:
         # One runtime scale: constants follow it (down to where they stay in range), a
         # guard's (max(x, eps)) kept off 0.
         signs = guard_signs(op) if runtime else []
