@@ -217,18 +217,44 @@ def shifted_exactly(scope: Scope, wide: ir.Value, shift: ir.Value) -> ir.Value:
 
 def _choice_kinds(op: ir.Operation) -> list[str]:
     """Per operand: max or min where the op takes it as that side of a max or min (both
-    operands of a max or min, a clamp's bounds, the inits of a max or min reduce), else ""."""
+    operands of a max or min, a clamp's bounds, the inits of a max or min reduce, the
+    branches of a select read only by such reduces), else ""."""
     olds = list(op.operands)
     if op.name in (_MAX, _MIN):
         return [op.name] * len(olds)
     if op.name == _CLAMP:
         return [_MAX, "", _MIN]
-    if op.name in ("stablehlo.reduce", "stablehlo.reduce_window"):
-        reducers = [o.name for o in region_ops(op.regions[0]) if o.name != "stablehlo.return"]
-        if len(reducers) == 1 and reducers[0] in (_MAX, _MIN):
-            half = len(olds) // 2
-            return [""] * half + [reducers[0]] * (len(olds) - half)
+    if op.name == "stablehlo.select":
+        kind = _reduced_only_by(op.results[0])
+        return ["", kind, kind]
+    kind = _reducer(op)
+    if kind:
+        half = len(olds) // 2
+        return [""] * half + [kind] * (len(olds) - half)
     return [""] * len(olds)
+
+
+def _reducer(op: ir.Operation) -> str:
+    """max or min for a reduce or reduce_window whose body is that one op, else ""."""
+    if op.name not in ("stablehlo.reduce", "stablehlo.reduce_window"):
+        return ""
+    reducers = [o.name for o in region_ops(op.regions[0]) if o.name != "stablehlo.return"]
+    return reducers[0] if len(reducers) == 1 and reducers[0] in (_MAX, _MIN) else ""
+
+
+def _reduced_only_by(value: ir.Value) -> str:
+    """max or min where every reader of ``value`` is a reduce of that kind reading it as an
+    input, else "". A masked max's ``where(mask, x, finfo.min)`` so read takes its sentinel
+    only past the data as the reduce's init would: a finite value never lies below the
+    sentinel saturated at the data's scale, so the reduce's result is the same."""
+    kinds = set()
+    for use in value.uses:
+        reader = use.owner.operation
+        kind = _reducer(reader)
+        if not kind or use.operand_number >= len(reader.operands) // 2:
+            return ""
+        kinds.add(kind)
+    return kinds.pop() if len(kinds) == 1 else ""
 
 
 def taken_only_past(op: ir.Operation) -> list[bool]:

@@ -419,16 +419,30 @@ def _clip_wide(x: jax.Array) -> jax.Array:
     return jnp.clip(x, -1e4, 1e4)
 
 
+_MASK = np.arange(48).reshape(6, 8) % 3 != 1  # no row all masked
+
+
+def _masked_max(x: jax.Array) -> jax.Array:
+    return jnp.max(jnp.where(_MASK, x, _F32.min), axis=1)
+
+
+def _masked_min(x: jax.Array) -> jax.Array:
+    return jnp.min(jnp.where(_MASK, x, _F32.max), axis=1)
+
+
 # f16 data holds 2^40 at one scale, so a constant far above the data's scale cannot be held
 # beside it. A max, min or clamp takes a constant on the far side of 0 (a max's -1e9 or
 # finfo(f32).min, a clip's -1 and 1, a max reduce's init) only where the data passes it,
 # which finite data far below it never does: such a constant follows the data's scale,
 # saturated to +-65504. Before, it set a floor under the scale (or, as a reduce's init, the
 # common scale's maximum took its 2^128), and the data was flushed: a max reduce from
-# finfo(f32).min gave 0 at every scale, clip(x, -1e4, 1e4) of values at 2^-24 gave 0.
+# finfo(f32).min gave 0 at every scale, clip(x, -1e4, 1e4) of values at 2^-24 gave 0. A
+# masked max's where(mask, x, finfo.min) read only by max reduces takes its sentinel the
+# same way (it gave 0 at 2^-40).
 @pytest.mark.parametrize("fn", [_max_reduce_from_sentinel, _min_reduce_from_sentinel,
                                 _max_with_large_initial, _max_pool_from_sentinel,
-                                _maximum_with_sentinel, _clip_wide, _clip, jax.nn.relu6])
+                                _maximum_with_sentinel, _clip_wide, _clip, jax.nn.relu6,
+                                _masked_max, _masked_min])
 def test_f16_data_far_below_a_constant_taken_only_past_it_keeps_its_values(fn: Any) -> None:
     x = np.random.default_rng(0).normal(size=(6, 8)).astype(np.float32)
     step = compile_scaled(fn, x, return_scaled=False,

@@ -126,6 +126,29 @@ func.func public @main(%arg0: tensor<3x4xf32>) -> tensor<3xf32> {
 
 // -----
 
+// A masked max, jnp.max(where(mask, x, finfo(f32).min)), f16 data: read only by a max
+// reduce, the select takes its sentinel only where the reduce would take it past the data,
+// so the sentinel saturates at x's scale and x keeps its data, where the sentinel's floor
+// raised x's scale and x at 2^-40 came out 0.
+// CHECK-LABEL: func.func public @main
+// CHECK-DAG:     [[BOTTOM:%.*]] = stablehlo.constant dense<-6.550400e+04> : tensor<f32>
+// CHECK:         [[SAT:%.*]] = stablehlo.clamp [[BOTTOM]]
+// CHECK:         [[S16:%.*]] = stablehlo.convert [[SAT]] : (tensor<3x4xf32>) -> tensor<3x4xf16>
+// CHECK:         [[SEL:%.*]] = stablehlo.select %arg2, %arg0, [[S16]]
+// CHECK:         [[R:%.*]] = stablehlo.reduce([[SEL]] init: {{%.*}}) applies stablehlo.maximum
+// CHECK:         return [[R]], %arg1
+// F32-LABEL: func.func public @main
+// F32:         stablehlo.reduce({{.*}}) applies stablehlo.maximum
+func.func public @main(%arg0: tensor<3x4xf32>, %arg1: tensor<3x4xi1>) -> tensor<3xf32> {
+  %min = stablehlo.constant dense<-3.40282347E+38> : tensor<3x4xf32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %s = stablehlo.select %arg1, %arg0, %min : tensor<3x4xi1>, tensor<3x4xf32>
+  %0 = stablehlo.reduce(%s init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<3x4xf32>, tensor<f32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
 // igamma's series, reduced (issue 22, section 7): a loop-carried select(enabled, new, old)
 // where new = old * z. The branches' scales differ by z's every trip; taking the first
 // branch's (common-scale=first, the f32 default) or the midpoint drifted the carried scale
