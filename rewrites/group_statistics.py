@@ -44,6 +44,7 @@ from scalify_hlo.rewrites.member_reduce import (
     per_member_of_groups,
 )
 from scalify_hlo.rewrites.op_table import Trait, ops_with
+from scalify_hlo.rewrites.regions import combiner as body_combiner
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, register
 from scalify_hlo.rewrites.scale_epochs import _Epochs, move_to_epochs
 from scalify_hlo.symbols import partition_count
@@ -86,19 +87,6 @@ class _Statistic:
     # operands: it cannot stay a dict key while groups replace uses)
 
 
-def _combiner(reduce: ir.Operation) -> str | None:
-    """The body's op when the body is ``return(op(arg0, arg1))``."""
-    body = reduce.regions[0].blocks[0]
-    ops = [op.operation for op in body.operations]
-    if len(ops) != 2 or ops[0].name not in _COMBINERS:
-        return None
-    args = list(body.arguments)
-    if list(ops[0].operands) not in (args, args[::-1]) or list(ops[1].operands) != [
-            ops[0].results[0]]:
-        return None
-    return ops[0].name
-
-
 def full_reduction(op: ir.Operation) -> tuple[str, float] | None:
     """(combiner, init) of a reduce of one float tensor over every dimension to a scalar
     whose init is the combiner's neutral value for padding (any init for max, 0 for add)."""
@@ -112,9 +100,10 @@ def full_reduction(op: ir.Operation) -> tuple[str, float] | None:
     dimensions = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
     if sorted(dimensions) != list(range(input_type.rank)):
         return None
-    combiner = _combiner(op)
+    combiner = body_combiner(op)
     init = splat_constant_value(op.operands[1])
-    if combiner is None or init is None or (combiner == "stablehlo.add" and init != 0.0):
+    if combiner not in _COMBINERS or init is None or (
+            combiner == "stablehlo.add" and init != 0.0):
         return None
     return combiner, init
 

@@ -76,6 +76,20 @@ def is_additive(region: ir.Region) -> bool:
                for op in region_ops(region))
 
 
+def combiner(op: ir.Operation) -> str | None:
+    """The name of the one op of a single-input reduce's (or reduce_window's) body when the
+    body is ``return(op(arg0, arg1))``, else None."""
+    body = op.regions[0].blocks[0]
+    ops = [inner.operation for inner in body.operations]
+    if len(ops) != 2 or ops[1].name != "stablehlo.return":
+        return None
+    args = list(body.arguments)
+    if list(ops[0].operands) not in (args, args[::-1]) or list(ops[1].operands) != [
+            ops[0].results[0]]:
+        return None
+    return ops[0].name
+
+
 def is_assignment(region: ir.Region) -> bool:
     """A scatter update ``^bb0(%old, %new): return %new`` (pure overwrite)."""
     block = region.blocks[0]

@@ -26,7 +26,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.emitter import defining_op, numpy_dtype
 from scalify_hlo.rewrites.program_constants import program_constant, program_splat
-from scalify_hlo.rewrites.regions import region_ops
+from scalify_hlo.rewrites.regions import combiner
 from scalify_hlo.rewrites.rule_support import bind_results, emit_like, operands_at_common_scale
 from scalify_hlo.rewrites.scope import Scaled, Scope
 from scalify_hlo.rewrites.value_signs import is_nonnegative, is_nonpositive
@@ -235,11 +235,12 @@ def _choice_kinds(op: ir.Operation) -> list[str]:
 
 
 def _reducer(op: ir.Operation) -> str:
-    """max or min for a reduce or reduce_window whose body is that one op, else ""."""
+    """max or min for a reduce or reduce_window whose body is ``return(max(arg0, arg1))``
+    (or min), else ""."""
     if op.name not in ("stablehlo.reduce", "stablehlo.reduce_window"):
         return ""
-    reducers = [o.name for o in region_ops(op.regions[0]) if o.name != "stablehlo.return"]
-    return reducers[0] if len(reducers) == 1 and reducers[0] in (_MAX, _MIN) else ""
+    kind = combiner(op)
+    return kind if kind in (_MAX, _MIN) else ""
 
 
 def _reduced_only_by(value: ir.Value) -> str:
