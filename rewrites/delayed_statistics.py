@@ -44,6 +44,9 @@ from scalify_hlo.symbols import DELAYED_ATTR, entry_function, partition_count
 # The scalify pass's ``delayed-statistics`` option (``auto``: see ``resolved_mode``).
 MODES = ("none", "measure", "use", "auto")
 ARG_NAME = "delayed_exponents"
+# Binades per call by which the exponent a point hands on may follow its data down
+# (``DelayedExponents.held``): up at once, down one binade a call.
+HOLD_DECAY = 1
 
 
 def resolved_mode(mode: str, module: ir.Module) -> str:
@@ -65,6 +68,7 @@ class DelayedExponents:
         # of its own, a shard_map body or a loop's, has its own data per run).
         self.scope: object | None = None
         self.measured: list[ir.Value] = []  # this call's exponent per point (rank-0 i32)
+        self.held_points: list[bool] = []  # per point: whether ``held`` holds its exponent
         self._given: list[ir.Operation] = []  # per point, what stands for the given one
         # The exponent a point applies, by what it measures where several casts measure the
         # same tensor (fp8-dots: a weight cast in one format for its forward and backward
@@ -72,12 +76,15 @@ class DelayedExponents:
         self.by_operand: dict[tuple[ir.Value, str], ir.Value] = {}
 
     def exponent(self, emit: Emitter, measured: ir.Value,
-                 handed_on: ir.Value | None = None) -> ir.Value:
+                 handed_on: ir.Value | None = None, held: bool = True) -> ir.Value:
         """The exponent a point applies, given the one it measured: that one in ``measure``
         mode, the previous call's in ``use`` mode. ``handed_on``: what the next call gets,
         where it is not ``measured`` (a result's: 0 for all-zero data, whose own exponent,
-        the smallest, would push the next call's nonzero values to f16's largest)."""
+        the smallest, would push the next call's nonzero values to f16's largest).
+        ``held``: what the point hands on is held (``held``); an FP8 cast's is not (it
+        saturates in its format's top binade by design, where the next dot expects it)."""
         self.measured.append(measured if handed_on is None else handed_on)
+        self.held_points.append(held)
         if self.mode != "use":
             return measured
         i32 = emit.types.scalar_i32
@@ -106,11 +113,7 @@ class DelayedExponents:
         emit = Emitter(ir.InsertionPoint(ret), ret.location, types=types)
         operands = list(ret.operands)
         parts = [emit.unary("stablehlo.reshape", value, one) for value in self.measured]
-        if existing:
-            parts.insert(0, operands.pop())
-        measured = parts[0] if len(parts) == 1 else emit.op(
-            "stablehlo.concatenate", parts, [vector_type],
-            {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
+        earlier = operands.pop() if existing else None
         function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
         inputs, results = list(function_type.inputs), list(function_type.results)
         if self.mode == "use":
@@ -132,6 +135,16 @@ class DelayedExponents:
             for index, stand_in in enumerate(self._given, start=existing):
                 stand_in.results[0].replace_all_uses_with(at.element(given, index))
                 stand_in.erase()
+            this_call = parts[0] if count == 1 else emit.op(
+                "stablehlo.concatenate", parts, [ir.RankedTensorType.get([count], i32)],
+                {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
+            # A slice even of the whole vector: a later pass's points make it longer.
+            parts = [self.held(emit, this_call, emit.slice(given, existing, total))]
+        if earlier is not None:
+            parts.insert(0, earlier)
+        measured = parts[0] if len(parts) == 1 else emit.op(
+            "stablehlo.concatenate", parts, [vector_type],
+            {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
         if existing:
             results[-1] = vector_type
         else:
@@ -143,6 +156,33 @@ class DelayedExponents:
         func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
         func.attributes[DELAYED_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
                                                            total)
+
+    def held(self, emit: Emitter, measured: ir.Value, given: ir.Value) -> ir.Value:
+        """What a fed-back call hands on, given the exponents it ``measured`` and the ones it
+        was ``given`` (both this pass's, as vectors): per point, the safer of the two once
+        the given one has moved ``HOLD_DECAY`` binades toward the data: the larger shift,
+        which divides the data by more (for the points that ``exponent`` was told to hold).
+
+        Why: a rescale point applies the previous call's exponent, and data that grew past
+        it saturates at the data type's largest value, where the products after it
+        overflow f16 (docs/robustness.md). Cancellation residuals (a softmax's or a
+        BatchNorm's gradient terms that are zero but for rounding) move by up to 2^23 from
+        one call to the next; the exponent of their largest recent value keeps the data
+        below the top when they come back. This is the amax history of delayed FP8 scaling
+        (the largest over recent steps), held in the exponent itself: no more state, and it
+        follows a value that shrinks at a binade per call."""
+        if not any(self.held_points):
+            return measured
+        t = measured.type
+        shape = ir.RankedTensorType(t).shape
+        decay = emit.constant(np.full(shape, HOLD_DECAY, np.int32), t)
+        held = emit.binary("stablehlo.maximum", measured, emit.binary(
+            "stablehlo.subtract", given, decay, t), t)
+        if all(self.held_points):
+            return held
+        mask = emit.constant(np.array(self.held_points),
+                             ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1)))
+        return emit.op("stablehlo.select", [mask, held, measured], [t]).result
 
 
 def _whole_vector_reads(vector: ir.Value) -> list[ir.Operation]:

@@ -130,8 +130,10 @@ class Rescaler:
             t = product.type
             clamped = emit.op("stablehlo.clamp", [emit.scalar_f32(-largest), product,
                                                   emit.scalar_f32(largest)], [t]).result
-            finite = emit.unary("stablehlo.is_finite", product, self.state.types.with_element_type(
-                t, ir.IntegerType.get_signless(1)))  # an inf stays inf
+            # An inf or NaN of the wide value stays as it is; a finite one that the factor
+            # took past f32's range saturates too (a factor of 2^100 made it inf).
+            finite = emit.unary("stablehlo.is_finite", wide, self.state.types.with_element_type(
+                t, ir.IntegerType.get_signless(1)))
             product = emit.op("stablehlo.select", [finite, clamped, product], [t]).result
         return emit.convert(product, element)
 

@@ -153,7 +153,7 @@ def cast_operand(emit: Emitter, value: ir.Value, fmt: str, layout: OperandLayout
             low, high = shift_range(data)
             shift = amax_shift(emit, emit.convert(value, f32), fmt, low, high)
             if delayed is not None:
-                given = delayed.exponent(emit, shift)
+                given = delayed.exponent(emit, shift, held=False)
                 if given is not shift:  # any vector a caller passes: keep the factors normal
                     shift = emit.clamp_exponent(given, low, high)
                 delayed.by_operand[key] = shift

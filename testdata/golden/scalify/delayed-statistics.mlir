@@ -11,6 +11,9 @@
 // measures and returns it (a first call); none: no extra argument or result. fp8-dots adds
 // its dots' amax shifts after scalify's points: the first dot's two operands, then the second
 // dot's left one; the weight both dots read in the same format takes one point (2 + 3).
+// A fed-back call hands on, per rescale point, the larger of what it measured and what it
+// was given less one binade (a spike's exponent holds, so the data stays below f16's top
+// when the spike returns); an FP8 cast's shift is handed on as measured.
 
 // CHECK-LABEL: func.func @two_points
 // CHECK-SAME:    %arg4: tensor<2xi32> {jax.arg_info = "delayed_exponents"}
@@ -24,11 +27,16 @@
 // CHECK:         [[N0:%.*]] = stablehlo.convert {{.*}} : (tensor<4x8xf32>) -> tensor<4x8xf16>
 // CHECK:         stablehlo.dot_general [[N0]], %arg2
 // CHECK:         [[M:%.*]] = stablehlo.concatenate {{.*}} : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
-// CHECK:         return {{.*}}, [[M]] : tensor<4x8xf16>, tensor<f32>, tensor<2xi32>
+// CHECK:         [[G:%.*]] = stablehlo.slice %arg4 [0:2]
+// CHECK:         [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<2xi32>
+// CHECK:         [[DOWN:%.*]] = stablehlo.subtract [[G]], [[ONE]] : tensor<2xi32>
+// CHECK:         [[HELD:%.*]] = stablehlo.maximum [[M]], [[DOWN]] : tensor<2xi32>
+// CHECK:         return {{.*}}, [[HELD]] : tensor<4x8xf16>, tensor<f32>, tensor<2xi32>
 // MEASURE-LABEL: func.func @two_points
 // MEASURE-SAME:    %arg3: tensor<f32>)
 // MEASURE-SAME:    -> ({{.*}}, tensor<2xi32> {jax.result_info = "delayed_exponents"})
 // MEASURE-NOT:     stablehlo.is_finite
+// MEASURE-NOT:     stablehlo.maximum {{.*}} : tensor<2xi32>
 // MEASURE:         return {{.*}} : tensor<4x8xf16>, tensor<f32>, tensor<2xi32>
 // FP8-LABEL:     func.func @two_points
 // FP8-SAME:        %arg4: tensor<5xi32> {jax.arg_info = "delayed_exponents"}
@@ -37,7 +45,11 @@
 // FP8:             stablehlo.slice %arg4 [4:5]
 // FP8-NOT:         stablehlo.slice %arg4 [5:6]
 // FP8:             stablehlo.convert {{.*}} -> tensor<4x8xf8E4M3FN>
-// FP8:             return {{.*}} : tensor<4x8xf16>, tensor<f32>, tensor<5xi32>
+// FP8:             [[HELD:%.*]] = stablehlo.maximum {{.*}} : tensor<2xi32>
+// FP8:             [[CASTS:%.*]] = stablehlo.concatenate {{.*}} -> tensor<3xi32>
+// FP8-NOT:         stablehlo.maximum
+// FP8:             [[ALL:%.*]] = stablehlo.concatenate [[HELD]], [[CASTS]], dim = 0
+// FP8:             return {{.*}}, [[ALL]] : tensor<4x8xf16>, tensor<f32>, tensor<5xi32>
 // NONE-LABEL:    func.func @two_points
 // NONE-NOT:        delayed_exponents
 // NONE:            return {{.*}} : tensor<4x8xf16>, tensor<f32>

@@ -57,7 +57,8 @@
 // F16USE:         [[DATA:%.*]] = stablehlo.convert {{%.*}} : (tensor<4x4xf32>) -> tensor<4x4xf16>
 // F16USE:         stablehlo.add [[GIVEN]]
 // F16USE:         [[V:%.*]] = stablehlo.reshape [[HANDED]] : (tensor<i32>) -> tensor<1xi32>
-// F16USE:         return [[DATA]], {{%.*}}, [[V]] : tensor<4x4xf16>, tensor<f32>, tensor<1xi32>
+// F16USE:         [[HELD:%.*]] = stablehlo.maximum [[V]], {{%.*}} : tensor<1xi32>
+// F16USE:         return [[DATA]], {{%.*}}, [[HELD]] : tensor<4x4xf16>, tensor<f32>, tensor<1xi32>
 
 // SCALED-LABEL: func.func public @sgd
 // SCALED-NOT:     stablehlo.constant dense<1.000000e+00> : tensor<f32>
