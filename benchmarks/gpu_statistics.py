@@ -14,7 +14,7 @@ well). Counted: fusions (kernels launched per step), FP8 GEMMs, XLA:GPU compile 
 one module.
 
     python benchmarks/gpu_statistics.py                 # 1, 2 and 4 layers, GPT-2-small
-    python benchmarks/gpu_statistics.py --layers 2 --no-gpt2-small --no-doc
+    python benchmarks/gpu_statistics.py --layers 2 --no-gpt2-small --no-doc --out /tmp/g.json
 
 Needs the ``gpu-aot`` extra. Results: ``docs/results/gpu_statistics.json`` and the
 "Statistics on an H100" section of ``docs/benchmarks.md``.
@@ -28,6 +28,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from common import (  # noqa: E402
@@ -128,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-gpt2-small", action="store_true",
                         help="skip the GPT-2-small step (about 5 minutes)")
     parser.add_argument("--no-doc", action="store_true", help="do not update the docs")
+    parser.add_argument("--out", type=Path, default=RESULTS / "gpu_statistics.json",
+                        help="the JSON (default: the published one under docs/results)")
     args = parser.parse_args(argv)
     if not gpu_aot.available():
         print("error: needs the gpu-aot extra (pip install -e '.[gpu-aot]')", file=sys.stderr)
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"rows": rows, "environment": environment()}
     print(format_table(HEADERS, table_rows(rows)))
     print(verdict(rows))
-    publish(RESULTS / "gpu_statistics.json", result, HEADING, doc_section, doc=not args.no_doc)
+    publish(args.out, result, HEADING, doc_section, doc=not args.no_doc)
     return 0
 
 
