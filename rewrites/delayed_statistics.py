@@ -76,16 +76,26 @@ class DelayedExponents:
         self.by_operand: dict[tuple[ir.Value, str], ir.Value] = {}
 
     def exponent(self, emit: Emitter, measured: ir.Value,
-                 handed_on: ir.Value | None = None, held: bool = True) -> ir.Value:
+                 handed_on: ir.Value | None = None, held: bool = True,
+                 known: ir.Value | None = None) -> ir.Value:
         """The exponent a point applies, given the one it measured: that one in ``measure``
         mode, the previous call's in ``use`` mode. ``handed_on``: what the next call gets,
-        where it is not ``measured`` (a result's: 0 for all-zero data, whose own exponent,
-        the smallest, would push the next call's nonzero values to f16's largest).
-        ``held``: what the point hands on is held (``held``); an FP8 cast's is not (it
-        saturates in its format's top binade by design, where the next dot expects it)."""
-        self.measured.append(measured if handed_on is None else handed_on)
+        where it is not ``measured`` (which may be an all-zero tensor's own exponent, the
+        smallest: it would push the next call's nonzero values to f16's largest). ``known``
+        (rank-0 i1): whether the data measured anything (not all zero, finite); where it did
+        not, a first call hands on 0 and a fed-back one the exponent it was given, as it
+        was (a gradient that is zero for some calls, a loss term weighted 0 during a
+        warm-up, comes back where it was: at the smallest exponent its gradient was NaN
+        from the call after). ``held``: what the point hands on is held (``held``); an FP8
+        cast's is not (it saturates in its format's top binade by design, where the next
+        dot expects it)."""
+        handed = measured if handed_on is None else handed_on
         self.held_points.append(held)
         if self.mode != "use":
+            if known is not None:
+                handed = emit.op("stablehlo.select", [known, handed, emit.int_scalar(0)],
+                                 [handed.type]).result
+            self.measured.append(handed)
             return measured
         i32 = emit.types.scalar_i32
         # A constant of its own (not the emitter's cached zero): replaced once the argument
@@ -94,7 +104,11 @@ class DelayedExponents:
             "stablehlo.constant", results=[i32], loc=emit.loc, ip=emit.ip,
             attributes={"value": ir.DenseElementsAttr.get(np.zeros((), np.int32), type=i32)})
         self._given.append(stand_in)
-        return stand_in.results[0]
+        given = stand_in.results[0]
+        if known is not None:
+            handed = emit.op("stablehlo.select", [known, handed, given], [i32]).result
+        self.measured.append(handed)
+        return given
 
     def append_to(self, func: ir.Operation, types: Types) -> None:
         """Add this pass's points to the delayed exponents of ``func`` (after any an earlier

@@ -50,7 +50,7 @@ class Rescaler:
         return Scaled(self.emit.convert(value.data, element), value.scale, value.any_scale)
 
     def rescale(self, value: Scaled, how: str, delayable: bool = False,
-                element: ir.Type | None = None, result: bool = False) -> Scaled:
+                element: ir.Type | None = None) -> Scaled:
         """Move ``pow2(amax or rms of data)`` from data to scale (1 for zero/non-finite).
 
         ``how`` is ``method:rounding`` as the rescale pass writes it. ``delayable``: a
@@ -58,7 +58,6 @@ class Rescaler:
         which under ``delayed-statistics`` at the top level of the entry function applies
         the previous call's exponent (``delayed_statistics.py``). ``element``: the type of
         the rescaled data (default: the value's), which a stale exponent saturates in.
-        ``result``: a result of the step, which hands on exponent 0 for all-zero data.
         """
         method, _, rounding = how.partition(":")
         emit = self.emit
@@ -92,28 +91,27 @@ class Rescaler:
         measured = emit.binary("stablehlo.subtract", emit.binary(
             "stablehlo.shift_right_logical", bits, emit.int_scalar(23), i32),
             emit.int_scalar(127), i32)
+        delayed = self.state.delayed
+        if delayed is not None and not (delayable and delayed.scope is self):
+            delayed = None  # only the entry block's points (not a loop's or a region's)
+        if delayed is not None and delayed.mode == "use":  # the previous call's exponent
+            moved = delayed.exponent(emit, measured, known=usable)
+            self.state.context.bump("scalify.rescaled")
+            return Scaled(self._shifted_saturating(wide, moved, element),
+                          value.scale.times(Scale.dynamic(moved)))
         # 2^-e straight from the bits of 2^e (biased exponents add up to 254): the chain
         # from the statistic to the factor is what XLA copies into every fusion that uses
         # the data, so it takes 4 ops fewer than negating the exponent and rebuilding.
         inverse = emit.unary("stablehlo.bitcast_convert", emit.op("stablehlo.select", [
             usable, emit.binary("stablehlo.subtract", emit.int_scalar(254 << 23), bits, i32),
             emit.int_scalar(127 << 23)], [i32]).result, self.state.types.scalar_f32)
-        delayed = self.state.delayed
-        if delayed is not None and not (delayable and delayed.scope is self):
-            delayed = None  # only the entry block's points (not a loop's or a region's)
-        if delayed is None or delayed.mode != "use":  # applies what it measures
-            data = emit.convert(emit.times_factor(wide, inverse), element)
+        data = emit.convert(emit.times_factor(wide, inverse), element)
         # The scale moves by the same exponent, or, for all-zero data (which no factor
         # changes), to where an all-zero argument's is.
         moved = emit.op("stablehlo.select", [usable, measured,
                                              self._zero_shift(value, statistic)], [i32]).result
-        if delayed is not None:
-            handed_on = (emit.op("stablehlo.select", [usable, measured, emit.int_scalar(0)],
-                                 [i32]).result if result else None)
-            applied = delayed.exponent(emit, moved, handed_on)
-            if applied is not moved:  # the previous call's
-                moved = applied
-                data = self._shifted_saturating(wide, moved, element)
+        if delayed is not None:  # a first call hands on what it measured (0 for nothing)
+            delayed.exponent(emit, moved, measured, known=usable)
         self.state.context.bump("scalify.rescaled")
         return Scaled(data, value.scale.times(Scale.dynamic(moved)))
 
@@ -187,16 +185,17 @@ class Rescaler:
             emit.compare("GT", amax, emit.splat(0.0, scalar)),
             emit.compare("LE", amax, emit.splat(LARGEST_FINITE["f32"], scalar))], [i1]).result
         measured = emit.clamp_exponent(measured, -126, 126)
+        if delayed is not None and delayed.mode == "use":  # the previous call's exponent
+            applied = delayed.exponent(emit, measured, known=usable)
+            self.state.context.bump("scalify.rescaled")
+            return Scaled(self._shifted_saturating(wide, applied, storage),
+                          value.scale.times(Scale.dynamic(applied)))
         moved = emit.op("stablehlo.select", [usable, measured,
                                              self._zero_shift(value, amax)], [i32]).result
+        if delayed is not None:  # a first call hands on what it measured (0 for nothing)
+            delayed.exponent(emit, moved, measured, known=usable)
         shift = emit.op("stablehlo.select", [usable, measured, emit.int_scalar(0)],
                         [i32]).result
-        if delayed is not None:  # all-zero data hands on 0 (``DelayedExponents.exponent``)
-            applied = delayed.exponent(emit, moved, shift)
-            if applied is not moved:  # the previous call's
-                self.state.context.bump("scalify.rescaled")
-                return Scaled(self._shifted_saturating(wide, applied, storage),
-                              value.scale.times(Scale.dynamic(applied)))
         inverse = emit.pow2_of_exponent(emit.unary("stablehlo.negate", shift, i32))
         data = emit.convert(emit.times_factor(wide, inverse), storage)
         self.state.context.bump("scalify.rescaled")

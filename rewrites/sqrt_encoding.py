@@ -48,8 +48,7 @@ def root_from_square(scope: Scope, value: Scaled, storage: ir.Type,
     # Rescaled straight into ``storage``, where a stale delayed exponent saturates (a root
     # rounded stochastically stays f32 until the grid, and takes its current exponent).
     rescaled = scope.rescale(Scaled(root, Scale.dynamic(half)), "amax:nearest",
-                             delayable=not stochastic, element=None if stochastic else storage,
-                             result=True)
+                             delayable=not stochastic, element=None if stochastic else storage)
     data = rescaled.data
     if stochastic:
         data = stochastic_grid(scope, emit.convert(data, types.f32), str(storage))

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import numpy as np
 import pytest
 
+from scalify_hlo import Policy, compile_scaled, unscale_tree
 from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.rewrites.delayed_statistics import HOLD_DECAY
 from scalify_hlo.runner import run_module
@@ -45,7 +47,7 @@ def _inputs(magnitude: float) -> list[np.ndarray]:
 
 
 def _measured(magnitude: float) -> int:
-    """The exponent the first call (``measure``) applies and returns for this data."""
+    """The exponent the first call (``measure``) hands on for this data."""
     *_, exponents = run_module(_rewritten("measure"), _inputs(magnitude))
     return int(exponents[0])
 
@@ -94,3 +96,46 @@ def test_a_non_finite_value_stays_non_finite() -> None:
     real overflow into a number."""
     data, _, _ = _use(np.inf, 0)
     assert not np.any(np.isfinite(data))
+
+
+@pytest.mark.parametrize("given", [-9, 0, 7])
+def test_all_zero_data_hands_on_the_given_exponent(given: int) -> None:
+    """All-zero data measures nothing: a fed-back call hands on the exponent it was given
+    (held as it was), a first call 0, not the smallest exponent, at which the next call's
+    nonzero values would sit at f16's largest."""
+    assert _measured(0.0) == 0
+    data, _, handed = _use(0.0, given)
+    assert handed == given and not np.any(data)
+
+
+def _penalized_step(params: dict, x: np.ndarray, beta: np.float32) -> tuple[dict, dict]:
+    """SGD on ``mean(tanh(x @ w1)) + beta * mean((x @ w2)^2)``: w2's gradient (a backward
+    dot, a rescale point) is all zero while ``beta`` is 0, as a loss term weighted 0 during
+    a warm-up is."""
+    def loss(params: dict) -> jax.Array:
+        return (jax.numpy.mean(jax.numpy.tanh(x @ params["w1"]))
+                + beta * jax.numpy.mean(jax.numpy.square(x @ params["w2"])))
+
+    grads = jax.grad(loss)(params)
+    return jax.tree.map(lambda p, g: p - 0.01 * g, params, grads), grads
+
+
+def test_a_gradient_that_was_zero_comes_back_finite() -> None:
+    """Two calls with the term's weight 0, then 1: w2's gradient is finite and as jax.jit's
+    (it was NaN from the third call on, and w2 with it: a first call handed on the smallest
+    exponent of its all-zero gradient)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 32)).astype(np.float32)
+    params = {name: (rng.normal(size=(32, 32)) * 0.2).astype(np.float32)
+              for name in ("w1", "w2")}
+    policy = Policy(data_dtype="float16", fp8_dots=False, statistics="delayed")
+    step = compile_scaled(_penalized_step, params, x, np.float32(0.0), policy=policy)
+    assert step._delayed > 0
+    state, want = step.scale_args(params, x, np.float32(0.0))[0], params
+    for beta in map(np.float32, (0.0, 0.0, 1.0, 1.0)):
+        state, grads = step(state, *step.scale_args(params, x, beta)[1:])
+        want, want_grads = jax.jit(_penalized_step)(want, x, beta)
+        got = np.asarray(unscale_tree(grads)["w2"], np.float32)
+        scale = float(np.max(np.abs(want_grads["w2"]))) or 1.0
+        np.testing.assert_allclose(got / scale, want_grads["w2"] / scale, atol=2e-3)
+    assert np.all(np.isfinite(np.asarray(unscale_tree(state)["w2"], np.float32)))

@@ -38,7 +38,8 @@
 
 // With delayed statistics (use) the f16 result is stored at the exponent the previous call
 // measured for it (the given one, saturating: no wait for its own statistics), and the
-// exponent it measures is handed on: 0 for all-zero data, not the smallest exponent such
+// exponent it measures is handed on, held: the larger of it and the given one less 1. For
+// all-zero data it hands on the given one (a first call, 0), not the smallest exponent such
 // data takes, which would push the next call's nonzero values to f16's largest. The amax
 // floor keeps two binades free (12, not 14: room for the largest entry to grow until the
 // next call).
@@ -49,8 +50,7 @@
 // F16USE:         stablehlo.constant dense<12> : tensor<i32>
 // F16USE:         [[USABLE:%.*]] = stablehlo.and
 // F16USE:         [[MEASURED:%.*]] = stablehlo.clamp
-// F16USE:         [[ZERO:%.*]] = stablehlo.constant dense<0> : tensor<i32>
-// F16USE:         [[HANDED:%.*]] = stablehlo.select [[USABLE]], [[MEASURED]], [[ZERO]] : tensor<i1>, tensor<i32>
+// F16USE:         [[HANDED:%.*]] = stablehlo.select [[USABLE]], [[MEASURED]], [[GIVEN]] : tensor<i1>, tensor<i32>
 // F16USE:         stablehlo.clamp {{%.*}}, [[GIVEN]], {{%.*}} : tensor<i32>
 // F16USE:         [[SHIFTED:%.*]] = stablehlo.multiply [[NEW]], {{%.*}} : tensor<4x4xf32>
 // F16USE:         stablehlo.clamp {{%.*}}, [[SHIFTED]], {{%.*}} : (tensor<f32>, tensor<4x4xf32>, tensor<f32>)
