@@ -44,9 +44,14 @@ from scalify_hlo.symbols import DELAYED_ATTR, entry_function, partition_count
 # The scalify pass's ``delayed-statistics`` option (``auto``: see ``resolved_mode``).
 MODES = ("none", "measure", "use", "auto")
 ARG_NAME = "delayed_exponents"
-# Binades per call by which the exponent a point hands on may follow its data down
-# (``DelayedExponents.held``): up at once, down one binade a call.
+# How the exponent a point hands on follows its data (``DelayedExponents.held``): up at once;
+# held while the data is at most HOLD_SLACK binades below it, and down HOLD_DECAY binades a
+# call beyond that. transformer_lm under the H100 policy, 100 steps, the last 10 losses
+# against jax.jit's (seeds 0 and 1): slack 8 +0.06% and +0.37%, slack 12 +0.13% and +0.23%,
+# no slack with decay 1 +1.08% and +2.32%, with decay 2 NaN at seed 1; current statistics
+# +0.22% and +0.36%. The slack bounds how far below unit scale f16 data may sit for good.
 HOLD_DECAY = 1
+HOLD_SLACK = 8
 
 
 def resolved_mode(mode: str, module: ir.Module) -> str:
@@ -173,9 +178,10 @@ class DelayedExponents:
 
     def held(self, emit: Emitter, measured: ir.Value, given: ir.Value) -> ir.Value:
         """What a fed-back call hands on, given the exponents it ``measured`` and the ones it
-        was ``given`` (both this pass's, as vectors): per point, the safer of the two once
-        the given one has moved ``HOLD_DECAY`` binades toward the data: the larger shift,
-        which divides the data by more (for the points that ``exponent`` was told to hold).
+        was ``given`` (both this pass's, as vectors), for the points that ``exponent`` was
+        told to hold: the measured one where it is larger (data that grew); the given one
+        while the data is at most ``HOLD_SLACK`` binades below it; beyond that, the given
+        one less ``HOLD_DECAY``.
 
         Why: a rescale point applies the previous call's exponent, and data that grew past
         it saturates at the data type's largest value, where the products after it
@@ -183,15 +189,22 @@ class DelayedExponents:
         BatchNorm's gradient terms that are zero but for rounding) move by up to 2^23 from
         one call to the next; the exponent of their largest recent value keeps the data
         below the top when they come back. This is the amax history of delayed FP8 scaling
-        (the largest over recent steps), held in the exponent itself: no more state, and it
-        follows a value that shrinks at a binade per call."""
+        (the largest over recent steps), held in the exponent itself: no more state; and a
+        value that shrinks for good (a gradient as the loss falls) is followed down, a
+        binade a call, once it is ``HOLD_SLACK`` binades below."""
         if not any(self.held_points):
             return measured
         t = measured.type
         shape = ir.RankedTensorType(t).shape
         decay = emit.constant(np.full(shape, HOLD_DECAY, np.int32), t)
-        held = emit.binary("stablehlo.maximum", measured, emit.binary(
-            "stablehlo.subtract", given, decay, t), t)
+        slack = emit.constant(np.full(shape, HOLD_SLACK, np.int32), t)
+        # max(m, min(g, max(g - decay, m + slack))): g while m <= g <= m + slack, g - decay
+        # above that, m from below.
+        lowest = emit.binary("stablehlo.maximum", emit.binary("stablehlo.subtract", given,
+                                                              decay, t),
+                             emit.binary("stablehlo.add", measured, slack, t), t)
+        held = emit.binary("stablehlo.maximum", measured,
+                           emit.binary("stablehlo.minimum", given, lowest, t), t)
         if all(self.held_points):
             return held
         mask = emit.constant(np.array(self.held_points),

@@ -1,10 +1,11 @@
 """Delayed statistics over several calls: what a rescale point hands on, and where its data
 lands when the exponent it is given is stale.
 
-A fed-back call hands on, per rescale point, the larger of the exponent it measured and the
-one it was given less a binade (``DelayedExponents.held``): a value that spiked keeps its
-exponent, so that its data stays below f16's top when the spike comes back (the GPU target
-policy trained a transformer to NaN from its fifth call without it). The rewritten module of
+A fed-back call hands on, per rescale point, the exponent it measured where that is larger
+than the one it was given, else the given one while the data is at most HOLD_SLACK binades
+below it (``DelayedExponents.held``): a value that spiked keeps its exponent, so that its
+data stays below f16's top when the spike comes back (the GPU target policy trained a
+transformer to NaN from its fifth call without it). The rewritten module of
 one dot with a rescale point is run as it is, given exponents chosen around the one that
 the ``measure`` rewrite returns for the same data.
 """
@@ -19,7 +20,7 @@ import pytest
 
 from scalify_hlo import Policy, compile_scaled, unscale_tree
 from scalify_hlo.api import rewrite_module_source
-from scalify_hlo.rewrites.delayed_statistics import HOLD_DECAY
+from scalify_hlo.rewrites.delayed_statistics import HOLD_DECAY, HOLD_SLACK
 from scalify_hlo.runner import run_module
 
 ONE_POINT = """
@@ -59,14 +60,16 @@ def _use(magnitude: float, given: int) -> tuple[np.ndarray, float, int]:
     return data, float(scale), int(exponents[0])
 
 
-@pytest.mark.parametrize("stale", [1, 4, 12])
-def test_an_exponent_given_above_the_data_is_held_and_decays(stale: int) -> None:
+@pytest.mark.parametrize("stale", [1, 4, HOLD_SLACK, HOLD_SLACK + 1, 20])
+def test_an_exponent_given_above_the_data_is_held_then_decays(stale: int) -> None:
     """Data that shrank since the exponent was measured: the call hands on the given one
-    less a binade (not what it measured, which would put the next call's data at f16's
-    top if the old values came back); applied, it leaves the data that much below unit."""
+    (not what it measured, which would put the next call's data at f16's top if the old
+    values came back) while the data is at most HOLD_SLACK binades below it, and the given
+    one less HOLD_DECAY beyond that; applied, it leaves the data that much below unit."""
     measured = _measured(2.0 ** -10)
     data, scale, handed = _use(2.0 ** -10, measured + stale)
-    assert handed == max(measured, measured + stale - HOLD_DECAY)
+    want = stale if stale <= HOLD_SLACK else stale - HOLD_DECAY
+    assert handed == measured + want
     np.testing.assert_allclose(data.astype(np.float32) * scale, 2.0 ** -10, rtol=0)
 
 

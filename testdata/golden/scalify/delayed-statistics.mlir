@@ -11,9 +11,10 @@
 // measures and returns it (a first call); none: no extra argument or result. fp8-dots adds
 // its dots' amax shifts after scalify's points: the first dot's two operands, then the second
 // dot's left one; the weight both dots read in the same format takes one point (2 + 3).
-// A fed-back call hands on, per rescale point, the larger of what it measured and what it
-// was given less one binade (a spike's exponent holds, so the data stays below f16's top
-// when the spike returns); an FP8 cast's shift is handed on as measured.
+// A fed-back call hands on, per rescale point, what it measured where that is larger than
+// what it was given, else the given exponent while the data is at most 8 binades below it,
+// and the given one less 1 beyond (a spike's exponent holds, so the data stays below f16's
+// top when the spike returns); an FP8 cast's shift is handed on as measured.
 
 // CHECK-LABEL: func.func @two_points
 // CHECK-SAME:    %arg4: tensor<2xi32> {jax.arg_info = "delayed_exponents"}
@@ -29,8 +30,12 @@
 // CHECK:         [[M:%.*]] = stablehlo.concatenate {{.*}} : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
 // CHECK:         [[G:%.*]] = stablehlo.slice %arg4 [0:2]
 // CHECK:         [[ONE:%.*]] = stablehlo.constant dense<1> : tensor<2xi32>
+// CHECK:         [[EIGHT:%.*]] = stablehlo.constant dense<8> : tensor<2xi32>
 // CHECK:         [[DOWN:%.*]] = stablehlo.subtract [[G]], [[ONE]] : tensor<2xi32>
-// CHECK:         [[HELD:%.*]] = stablehlo.maximum [[M]], [[DOWN]] : tensor<2xi32>
+// CHECK:         [[SLACK:%.*]] = stablehlo.add [[M]], [[EIGHT]] : tensor<2xi32>
+// CHECK:         [[LOWEST:%.*]] = stablehlo.maximum [[DOWN]], [[SLACK]] : tensor<2xi32>
+// CHECK:         [[KEPT:%.*]] = stablehlo.minimum [[G]], [[LOWEST]] : tensor<2xi32>
+// CHECK:         [[HELD:%.*]] = stablehlo.maximum [[M]], [[KEPT]] : tensor<2xi32>
 // CHECK:         return {{.*}}, [[HELD]] : tensor<4x8xf16>, tensor<f32>, tensor<2xi32>
 // MEASURE-LABEL: func.func @two_points
 // MEASURE-SAME:    %arg3: tensor<f32>)
@@ -45,6 +50,7 @@
 // FP8:             stablehlo.slice %arg4 [4:5]
 // FP8-NOT:         stablehlo.slice %arg4 [5:6]
 // FP8:             stablehlo.convert {{.*}} -> tensor<4x8xf8E4M3FN>
+// FP8:             stablehlo.minimum {{.*}} : tensor<2xi32>
 // FP8:             [[HELD:%.*]] = stablehlo.maximum {{.*}} : tensor<2xi32>
 // FP8:             [[CASTS:%.*]] = stablehlo.concatenate {{.*}} -> tensor<3xi32>
 // FP8-NOT:         stablehlo.maximum

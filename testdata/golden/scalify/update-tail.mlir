@@ -38,7 +38,8 @@
 
 // With delayed statistics (use) the f16 result is stored at the exponent the previous call
 // measured for it (the given one, saturating: no wait for its own statistics), and the
-// exponent it measures is handed on, held: the larger of it and the given one less 1. For
+// exponent it measures is handed on, held (the given one while the data is at most 8
+// binades below it; DelayedExponents.held). For
 // all-zero data it hands on the given one (a first call, 0), not the smallest exponent such
 // data takes, which would push the next call's nonzero values to f16's largest. The amax
 // floor keeps two binades free (12, not 14: room for the largest entry to grow until the
@@ -57,7 +58,8 @@
 // F16USE:         [[DATA:%.*]] = stablehlo.convert {{%.*}} : (tensor<4x4xf32>) -> tensor<4x4xf16>
 // F16USE:         stablehlo.add [[GIVEN]]
 // F16USE:         [[V:%.*]] = stablehlo.reshape [[HANDED]] : (tensor<i32>) -> tensor<1xi32>
-// F16USE:         [[HELD:%.*]] = stablehlo.maximum [[V]], {{%.*}} : tensor<1xi32>
+// F16USE:         [[KEPT:%.*]] = stablehlo.minimum {{%.*}}, {{%.*}} : tensor<1xi32>
+// F16USE:         [[HELD:%.*]] = stablehlo.maximum [[V]], [[KEPT]] : tensor<1xi32>
 // F16USE:         return [[DATA]], {{%.*}}, [[HELD]] : tensor<4x4xf16>, tensor<f32>, tensor<1xi32>
 
 // SCALED-LABEL: func.func public @sgd
