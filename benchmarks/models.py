@@ -11,14 +11,16 @@ usual optimizer, through the documented loop::
     for batch in batches:
         state, loss = step(state, *batch)   # the step's outputs fed back
 
-in three modes (and, with ``--modes``, the ``h100`` and ``tpu7x`` target policies), against
+in four modes (and, with ``--modes``, the ``tpu7x`` target policy), against
 ``jax.jit(train_step)`` on the same batches:
 
 * ``f32``: ``Policy(data_dtype="float32", fp8_dots=False)``, which must match jax.jit to f32
   rounding: after 5 steps every loss and every state leaf within rtol 1e-5 (parameters whose
   gradient is rounding noise aside: ``model_families.noise_mask``);
 * ``f16``: ``Policy(data_dtype="float16", fp8_dots=False)``;
-* ``default``: ``Policy()`` (f16 data, FP8 dots, rescaling at gradients).
+* ``default``: ``Policy()`` (f16 data, FP8 dots, rescaling at gradients);
+* ``h100``: ``Policy.for_target("h100")``, what compile_scaled picks on a GPU (the same with
+  delayed statistics: a fed-back call applies the exponents the call before measured).
 
 Targets for every mode: the loss at the last step within 2% of jax.jit's on average over
 ``--seeds`` seeds, the loss at a step taken as the mean of the last ``TAIL`` losses. One
@@ -63,12 +65,12 @@ MODES = {
     "f16": Policy(data_dtype="float16", fp8_dots=False),
     "default": Policy(),
     # What compile_scaled picks on a GPU (f16 data, FP8 dots, delayed statistics) and on an
-    # FP8 TPU (bf16 data): run on request (--modes), not by default (each one more compile
-    # of every family; docs/robustness.md, "The GPU targets' policy", has the h100 run).
+    # FP8 TPU (bf16 data; on request: bf16 weights and moments without stochastic rounding
+    # miss the loss target on transformers, an open question, not a regression).
     "h100": Policy.for_target("h100"),
     "tpu7x": Policy.for_target("tpu7x"),
 }
-DEFAULT_MODES = ["f32", "f16", "default"]
+DEFAULT_MODES = ["f32", "f16", "default", "h100"]
 EXACT_STEPS = 5
 EXACT_RTOL = 1e-5
 LOSS_TOLERANCE = 0.02
@@ -77,6 +79,9 @@ TAIL = 10  # the loss at the last step: the mean of the last losses, less noisy 
 # few % either way per seed (the CNN: 6.5% standard deviation over 32 seeds). Seeds run until
 # the mean's standard error is under a quarter of the target, from SEEDS[0] to SEEDS[1].
 SEEDS = (8, 64)
+# Calls counted as compile: the first, and the first fed the step's own outputs, where a step
+# with delayed statistics compiles its second program (the one that applies given exponents).
+WARMUP_CALLS = 2
 SE_TARGET = LOSS_TOLERANCE / 4
 PERTURBATION = 1e-6  # the noise floor: jax.jit with every initial parameter times 1 + this
 OUT = RESULTS / "models.json"
@@ -130,8 +135,9 @@ def scaled_run(family: Any, policy: Policy, steps: int,
                compiled: Any = None) -> dict[str, Any]:
     """The documented loop for ``steps`` steps: losses, the first step whose outputs are not
     all finite, the state after ``EXACT_STEPS`` steps and at the end (ScaledArrays), seconds
-    to the end of the first step and for the rest, the compiled step. ``compiled``: a step
-    compiled for another seed of the same family (same shapes: no second compile)."""
+    to the end of the first ``WARMUP_CALLS`` steps and for the rest, the compiled step.
+    ``compiled``: a step compiled for another seed of the same family (same shapes: no second
+    compile)."""
     step_fn, state, batches = family
     iterator = batches()
     first = next(iterator)
@@ -149,7 +155,7 @@ def scaled_run(family: Any, policy: Policy, steps: int,
         losses.append(_loss(loss))
         if nonfinite_step is None and not bool(_all_finite((state, loss))):
             nonfinite_step = index
-        if index == 0:
+        if index + 1 == min(WARMUP_CALLS, steps):
             compile_s = time.perf_counter() - start
         if index + 1 == EXACT_STEPS:
             early = state
@@ -206,7 +212,8 @@ def evaluate(families: ModuleType, mode: str, reference: dict[str, Any],
         "targets": {"loss_within_2pct": relative <= LOSS_TOLERANCE, "finite": finite,
                     "no_zeroed_leaves": not zeroed},
         "compile_s": run["compile_s"], "run_s": run["run_s"],
-        "steps_per_s": (steps - 1) / run["run_s"] if run["run_s"] > 0 else None,
+        "steps_per_s": ((steps - min(WARMUP_CALLS, steps)) / run["run_s"]
+                        if run["run_s"] > 0 else None),
         "fallbacks": len(run["report"].fallbacks),
     }
     if mode == "f32" and steps >= EXACT_STEPS:
@@ -380,7 +387,9 @@ def doc_section(result: dict[str, Any]) -> str:
         "`jax.jit(train_step)`. Modes: *f32* `Policy(data_dtype=\"float32\", "
         "fp8_dots=False)`, *f16* `Policy(data_dtype=\"float16\", fp8_dots=False)`, "
         "*default* `Policy()` (f16 data, FP8 dots but the output head's, rescale at "
-        "gradients); on request (`--modes`) *h100* and *tpu7x*, `Policy.for_target(...)`. "
+        "gradients), *h100* `Policy.for_target(\"h100\")` (what compile_scaled picks on a "
+        "GPU: the same with delayed statistics); on request (`--modes`) *tpu7x*, "
+        "`Policy.for_target(\"tpu7x\")` (bf16 data). "
         "*loss*: the loss of "
         f"the last step, scaled run and jax.jit (seed 0), *last rel diff* between them, *last "
         f"{TAIL} rel diff* the same of the mean of the last {TAIL} losses (one batch's loss is "
@@ -402,8 +411,10 @@ def doc_section(result: dict[str, Any]) -> str:
         "the state and loss at each step); *zeroed "
         "leaves*: parameter leaves whose data is all zero where jax.jit's is not. Targets: "
         f"loss within {LOSS_TOLERANCE:.0%}, finite, no zeroed leaves (and exact for f32). "
-        "*compile s*: compile_scaled, scale_args and the first step; steps/s on this "
-        "machine's shared 2-core CPU.",
+        "*compile s*: compile_scaled, scale_args and the first two steps (the second is the "
+        "first fed the step's outputs: a step with delayed statistics, as *h100*'s, compiles "
+        "its second program there); steps/s over the rest, on this machine's shared 2-core "
+        "CPU.",
         "", markdown_table(HEADERS, rows), "",
         *[f"* {mode}: {len(names)} of {len([n for n in order if mode in runs.get(n, {})])} "
           f"families pass every target ({', '.join(names) or 'none'})."
