@@ -108,6 +108,10 @@ class ScalifyState:
     # The last op reported as a fallback: its record says so, not which scale it got.
     fallback_op: ir.Operation | None = None
 
+    # Whether the update tail's results are rounded stochastically to bf16 storage
+    # (``scalify.resolve_update_rounding``).
+    update_stochastic: bool = False
+
     # Runtime factors that may hold ``UNSET_EXPONENT``: the scales of loop-carried values
     # that enter a loop as zeros (see ``rule_while``), and common scales of only such.
     unset_factors: set[Factor] = field(default_factory=set)

@@ -5,6 +5,11 @@
 // RUN:   | filecheck %s --check-prefix SCALED
 // RUN: scalify-hlo rewrite %s --split-input-file \
 // RUN:   --pipeline 'scalify{data-dtype=f16 delayed-statistics=use}' | filecheck %s --check-prefix F16USE
+// RUN: scalify-hlo rewrite %s --split-input-file --pipeline 'scalify{data-dtype=bf16}' \
+// RUN:   | filecheck %s --check-prefix BF16
+// RUN: scalify-hlo rewrite %s --split-input-file \
+// RUN:   --pipeline 'scalify{data-dtype=bf16 update-rounding=nearest}' \
+// RUN:   | filecheck %s --check-prefix BF16N
 
 // The update tail: in a step with a backward pass (ops under JAX's transpose(jvp(...))),
 // the elementwise ops that lead only to the results (an optimizer's update) run as in the
@@ -27,6 +32,28 @@
 // CHECK-NEXT:    [[NEW:%.*]] = stablehlo.subtract [[W]], [[LRG]]
 // CHECK-NEXT:    [[ONE:%.*]] = stablehlo.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    return [[NEW]], [[ONE]]
+
+// bf16 data: the result is rounded to bf16 stochastically (update-rounding=auto): a hash
+// of its f32 bits and indices, below 2^16, added to the bits and the 16 bits that bf16
+// drops cleared; outside bf16's normal range the convert rounds to nearest. bf16's 8
+// significand bits would round a weight's update below 2^-9 of it back to the weight.
+// BF16-LABEL: func.func public @sgd
+// BF16:         [[NEW:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<4x4xf32>
+// BF16:         [[BITS:%.*]] = stablehlo.bitcast_convert [[NEW]] : (tensor<4x4xf32>) -> tensor<4x4xi32>
+// BF16:         stablehlo.constant dense<65535> : tensor<i32>
+// BF16:         [[NOISE:%.*]] = stablehlo.and
+// BF16:         stablehlo.constant dense<-65536> : tensor<i32>
+// BF16:         [[SUM:%.*]] = stablehlo.add [[BITS]], [[NOISE]] : tensor<4x4xi32>
+// BF16:         [[CLEARED:%.*]] = stablehlo.and [[SUM]], {{%.*}} : tensor<4x4xi32>
+// BF16:         [[ROUNDED:%.*]] = stablehlo.bitcast_convert [[CLEARED]] : (tensor<4x4xi32>) -> tensor<4x4xf32>
+// BF16:         [[PICKED:%.*]] = stablehlo.select {{%.*}}, [[ROUNDED]], [[NEW]]
+// BF16:         [[DATA:%.*]] = stablehlo.convert [[PICKED]] : (tensor<4x4xf32>) -> tensor<4x4xbf16>
+// BF16:         return [[DATA]], {{%.*}} : tensor<4x4xbf16>, tensor<f32>
+
+// BF16N-LABEL: func.func public @sgd
+// BF16N:         [[NEW:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<4x4xf32>
+// BF16N-NEXT:    [[DATA:%.*]] = stablehlo.convert [[NEW]] : (tensor<4x4xf32>) -> tensor<4x4xbf16>
+// BF16N:         return [[DATA]], {{%.*}} : tensor<4x4xbf16>, tensor<f32>
 
 // F16-LABEL: func.func public @sgd
 // F16:         [[NEW:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<4x4xf32>
