@@ -393,8 +393,8 @@ class Scalify(ModulePass):
     update_rounding: str = option(
         "auto", "how the update's results (new weights and optimizer state, computed in f32 "
         "with update=f32) are rounded to bf16 data: stochastic (unbiased: bf16 drops a "
-        "weight's updates below 2^-9 of it, which add up over a run), nearest, or auto "
-        "(stochastic for bf16 data; other data types round to nearest)", UPDATE_ROUNDINGS)
+        "weight's updates below 2^-9 of it, which add up over a run; bf16 data only), nearest, "
+        "or auto (stochastic for bf16 data, nearest for the others)", UPDATE_ROUNDINGS)
 
     argument_scales: str = option(
         "keep", "what the entry function does with the scales it is given: keep (each "
@@ -413,6 +413,9 @@ class Scalify(ModulePass):
         "module is partitioned over several devices, none otherwise)", DELAYED_MODES)
 
     def validate(self) -> None:
+        if self.update_rounding == "stochastic" and data_dtype_name(self.data_dtype) != "bf16":
+            raise PipelineError(f"update-rounding=stochastic rounds the update's results to "
+                                f"bf16 data: data-dtype is {self.data_dtype}")
         if self.square_format != "none" and not resolve_square_encoding(
                 self.square_encoding, self.square_dtype, data_dtype_name(self.data_dtype)):
             raise PipelineError(f"square-format={self.square_format} stores squares by their "

@@ -99,7 +99,8 @@ class Policy:
         rounding of the update's results (new weights and optimizer state, computed in f32)
         to bf16 data: bf16 drops a weight's updates below 2^-9 of it, and under the tpu7x
         policy transformer_lm trained 3.1% worse than jax.jit with nearest rounding, 0.3%
-        with stochastic (docs/robustness.md). f16 data rounds to nearest.
+        with stochastic (docs/robustness.md). f16 data rounds to nearest (stochastic needs
+        bf16 data).
     statistics: current (each rescale point applies the exponent it measures), delayed
         (the entry function's top-level rescale points and FP8 amaxes apply the exponent the
         previous call measured and return theirs for the next: no data waits for a

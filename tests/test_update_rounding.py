@@ -65,3 +65,11 @@ def test_other_data_types_are_not_dithered(data_dtype: str) -> None:
 def test_an_unknown_update_rounding_is_refused() -> None:
     with pytest.raises(ScalifyError, match="unknown update_rounding 'up'"):
         Policy(update_rounding="up")
+
+
+def test_stochastic_update_rounding_needs_bf16_data() -> None:
+    """f16 results are stored at unit RMS by a rescale, not converted: the option would do
+    nothing there, so it is refused rather than ignored."""
+    with pytest.raises(ScalifyError, match="update-rounding=stochastic rounds the update's "
+                                           "results to bf16 data: data-dtype is f16"):
+        Policy(update_rounding="stochastic")
