@@ -135,7 +135,8 @@ def scaled_run(family: Any, policy: Policy, steps: int,
                compiled: Any = None) -> dict[str, Any]:
     """The documented loop for ``steps`` steps: losses, the first step whose outputs are not
     all finite, the state after ``EXACT_STEPS`` steps and at the end (ScaledArrays), seconds
-    to the end of the first ``WARMUP_CALLS`` steps and for the rest, the compiled step.
+    to the end of the first ``WARMUP_CALLS`` steps and for the rest (``timed_steps`` of
+    them), the compiled step.
     ``compiled``: a step compiled for another seed of the same family (same shapes: no second
     compile)."""
     step_fn, state, batches = family
@@ -149,20 +150,22 @@ def scaled_run(family: Any, policy: Policy, steps: int,
     state = step.scale_args(state, *first)[0]
     losses: list[float] = []
     nonfinite_step, early, compile_s = None, state, 0.0
+    warmup = min(WARMUP_CALLS, steps)
     batch = first
     for index in range(steps):
         state, loss = step(state, *batch)
         losses.append(_loss(loss))
         if nonfinite_step is None and not bool(_all_finite((state, loss))):
             nonfinite_step = index
-        if index + 1 == min(WARMUP_CALLS, steps):
+        if index + 1 == warmup:
             compile_s = time.perf_counter() - start
         if index + 1 == EXACT_STEPS:
             early = state
         batch = next(iterator)
     return {"losses": losses, "nonfinite_step": nonfinite_step, "early": early,
             "final": state, "compile_s": compile_s,
-            "run_s": time.perf_counter() - start - compile_s, "report": step.report(),
+            "run_s": time.perf_counter() - start - compile_s, "timed_steps": steps - warmup,
+            "report": step.report(),
             "step": step}
 
 
@@ -212,8 +215,7 @@ def evaluate(families: ModuleType, mode: str, reference: dict[str, Any],
         "targets": {"loss_within_2pct": relative <= LOSS_TOLERANCE, "finite": finite,
                     "no_zeroed_leaves": not zeroed},
         "compile_s": run["compile_s"], "run_s": run["run_s"],
-        "steps_per_s": ((steps - min(WARMUP_CALLS, steps)) / run["run_s"]
-                        if run["run_s"] > 0 else None),
+        "steps_per_s": run["timed_steps"] / run["run_s"] if run["run_s"] > 0 else None,
         "fallbacks": len(run["report"].fallbacks),
     }
     if mode == "f32" and steps >= EXACT_STEPS:
