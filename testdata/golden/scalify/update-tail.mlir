@@ -35,18 +35,26 @@
 
 // bf16 data: the result is rounded to bf16 stochastically (update-rounding=auto): a hash
 // of its f32 bits and indices, below 2^16, added to the bits and the 16 bits that bf16
-// drops cleared; outside bf16's normal range the convert rounds to nearest. bf16's 8
-// significand bits would round a weight's update below 2^-9 of it back to the weight.
+// drops cleared; a non-finite value is left to the convert. Each index is mixed into the
+// hash (xor, then multiply), never multiplied on its own (XLA:TPU computes a product that
+// reads no data in a kernel of its own). bf16's 8 significand bits would round a weight's
+// update below 2^-9 of it back to the weight.
 // BF16-LABEL: func.func public @sgd
 // BF16:         [[NEW:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<4x4xf32>
 // BF16:         [[BITS:%.*]] = stablehlo.bitcast_convert [[NEW]] : (tensor<4x4xf32>) -> tensor<4x4xi32>
+// BF16-NEXT:    [[ROW:%.*]] = stablehlo.iota dim = 0 : tensor<4x4xi32>
+// BF16-NEXT:    [[MIXED:%.*]] = stablehlo.xor [[BITS]], [[ROW]] : tensor<4x4xi32>
+// BF16:         [[H:%.*]] = stablehlo.multiply [[MIXED]], {{%.*}} : tensor<4x4xi32>
+// BF16:         [[COLUMN:%.*]] = stablehlo.iota dim = 1 : tensor<4x4xi32>
+// BF16-NEXT:    stablehlo.xor [[H]], [[COLUMN]] : tensor<4x4xi32>
 // BF16:         stablehlo.constant dense<65535> : tensor<i32>
 // BF16:         [[NOISE:%.*]] = stablehlo.and
 // BF16:         stablehlo.constant dense<-65536> : tensor<i32>
 // BF16:         [[SUM:%.*]] = stablehlo.add [[BITS]], [[NOISE]] : tensor<4x4xi32>
 // BF16:         [[CLEARED:%.*]] = stablehlo.and [[SUM]], {{%.*}} : tensor<4x4xi32>
 // BF16:         [[ROUNDED:%.*]] = stablehlo.bitcast_convert [[CLEARED]] : (tensor<4x4xi32>) -> tensor<4x4xf32>
-// BF16:         [[PICKED:%.*]] = stablehlo.select {{%.*}}, [[ROUNDED]], [[NEW]]
+// BF16-NEXT:    [[FINITE:%.*]] = stablehlo.is_finite [[NEW]] : (tensor<4x4xf32>) -> tensor<4x4xi1>
+// BF16-NEXT:    [[PICKED:%.*]] = stablehlo.select [[FINITE]], [[ROUNDED]], [[NEW]]
 // BF16:         [[DATA:%.*]] = stablehlo.convert [[PICKED]] : (tensor<4x4xf32>) -> tensor<4x4xbf16>
 // BF16:         return [[DATA]], {{%.*}} : tensor<4x4xbf16>, tensor<f32>
 
