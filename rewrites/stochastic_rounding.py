@@ -11,10 +11,11 @@ from jax.extend.mlir import ir
 from scalify_hlo.rewrites.scope import Scope
 
 # Per storage type: the bits of f32's significand it drops, its smallest normal and its
-# largest finite value (the range where dropping bits is exact rounding; bf16 keeps f32's
-# exponent, so there every finite value is in range).
-_STORAGE = {"f16": (13, 2.0 ** -14, 65504.0), "bf16": (16, 2.0 ** -126, 3.0e38),
-            "f8E4M3FN": (20, 2.0 ** -6, 448.0), "f8E5M2": (21, 2.0 ** -14, 57344.0)}
+# largest finite value (the range where dropping bits is exact rounding), or no range where
+# every finite value is in it (bf16 keeps f32's exponent bits).
+_STORAGE: dict[str, tuple[int, float | None, float | None]] = {
+    "f16": (13, 2.0 ** -14, 65504.0), "bf16": (16, None, None),
+    "f8E4M3FN": (20, 2.0 ** -6, 448.0), "f8E5M2": (21, 2.0 ** -14, 57344.0)}
 # Multipliers of a 32-bit integer hash (murmur3's finalizer), as signed i32.
 _HASH_MULTIPLIERS = (-1640531535, -2048144789, -1028477387)
 
@@ -69,7 +70,7 @@ def stochastic_grid(scope: Scope, data: ir.Value, storage: str) -> ir.Value:
     dithered = emit.binary("stablehlo.and", emit.binary("stablehlo.add", bits, noise), mask)
     rounded = emit.unary("stablehlo.bitcast_convert", dithered, t)
     i1 = types.with_element_type(t, ir.IntegerType.get_signless(1))
-    if storage == "bf16":  # f32's exponent bits: dropping 16 bits rounds every finite value
+    if smallest is None or largest is None:
         in_range = emit.op("stablehlo.is_finite", [data], [i1]).result
     else:
         magnitude = emit.unary("stablehlo.abs", data)

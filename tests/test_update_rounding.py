@@ -27,8 +27,10 @@ def _sgd(w: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
     return w - LR * grad, loss
 
 
-def _new_weights(policy: Policy) -> np.ndarray:
-    w, x = np.ones(SIZE, np.float32), np.ones(SIZE, np.float32)
+def _new_weights(policy: Policy, w: np.ndarray | None = None) -> np.ndarray:
+    """The weights after one SGD step from ``w`` (SIZE ones by default), gradient 1."""
+    w = np.ones(SIZE, np.float32) if w is None else w
+    x = np.ones_like(w)
     step = compile_scaled(_sgd, w, x, policy=policy)
     new, _ = step(*step.scale_args(w, x))
     return np.asarray(unscale_tree(new), np.float64)
@@ -50,10 +52,8 @@ def test_a_bf16_update_below_half_an_ulp_moves_the_weights_in_expectation(policy
 def test_a_matrix_update_is_unbiased_in_every_row_and_column() -> None:
     """The hash mixes each index in turn: the rows and the columns of a 64x64 weight both
     draw their own noise (a hash of one index alone would round whole rows alike)."""
-    w, x = np.ones((64, 64), np.float32), np.ones((64, 64), np.float32)
-    step = compile_scaled(_sgd, w, x, policy=Policy(data_dtype="bfloat16", fp8_dots=False))
-    new, _ = step(*step.scale_args(w, x))
-    new = np.asarray(unscale_tree(new), np.float64)
+    new = _new_weights(Policy(data_dtype="bfloat16", fp8_dots=False),
+                       np.ones((64, 64), np.float32))
     assert abs(new.mean() - (1.0 - LR)) < 2e-4
     lower = new < 1.0  # each row and column of 64 draws rounds down some, never all
     assert lower.any(axis=0).all() and lower.any(axis=1).all()
@@ -62,11 +62,8 @@ def test_a_matrix_update_is_unbiased_in_every_row_and_column() -> None:
 
 def test_non_finite_results_stay_non_finite() -> None:
     """inf, -inf and NaN come out as they went in, beside a weight that is dithered."""
-    w = np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)
-    x = np.ones(4, np.float32)
-    step = compile_scaled(_sgd, w, x, policy=Policy(data_dtype="bfloat16", fp8_dots=False))
-    new, _ = step(*step.scale_args(w, x))
-    new = np.asarray(unscale_tree(new), np.float64)
+    new = _new_weights(Policy(data_dtype="bfloat16", fp8_dots=False),
+                       np.array([np.inf, -np.inf, np.nan, 1.0], np.float32))
     assert new[0] == np.inf and new[1] == -np.inf and np.isnan(new[2])
     assert new[3] in (1.0 - 2.0 ** -8, 1.0)
 
