@@ -64,6 +64,10 @@ OUTPUT_HEAD = ("keep", "fp8")
 # The operands of a kept head dot: the data dtype's, or widened to f32 (the pass's
 # ``head-operands`` option, Policy.fp8_head_operands; see widen_dot).
 HEAD_OPERANDS = ("data", "f32")
+# Whether dots with batch dimensions (attention's QK^T and PV: per example, an activation
+# times an activation) become FP8 or stay in the data dtype (the pass's ``batched`` option,
+# Policy.fp8_batched_dots).
+BATCHED = ("fp8", "keep")
 # Ops that only move data: an operand reached through them keeps its producer's role.
 _LAYOUT_OPS = ops_with(Trait.LAYOUT_ONLY)
 
@@ -113,6 +117,7 @@ class Fp8Options:
     delayed_statistics: str = "none"
     output_head: str = "keep"
     head_operands: str = "data"
+    batched: str = "fp8"
 
 
 def _ineligible(op: ir.Operation, options: Fp8Options) -> str | None:
@@ -316,6 +321,11 @@ def fp8_dots(module: ir.Module, options: Fp8Options, context: PassContext) -> No
             context.record(op.name, op.location, "not-fp8",
                            f"stays in {element_type(op.operands[0])}: {reason}")
             continue
+        if options.batched == "keep" and DotDims.of(op).lhs_batch:  # a policy: no warning
+            context.bump("fp8-dots.batched")
+            context.record(op.name, op.location, "not-fp8",
+                           f"stays in {element_type(op.operands[0])}: a batched dot")
+            continue
         lhs_fmt, rhs_fmt = _formats(op, options)
         context.record(op.name, op.location, "fp8", f"{lhs_fmt} x {rhs_fmt}")
         top_level = delayed is not None and op.parent.operation == entry
@@ -356,6 +366,10 @@ class Fp8Dots(ModulePass):
         "data", "the operands of a kept head dot: the data dtype's, or f32 (converted, exact: "
         "what XLA:CPU needs to run a bf16 head with its f32 result; XLA:TPU folds the "
         "converts)", HEAD_OPERANDS)
+    batched: str = option(
+        "fp8", "dots with batch dimensions (attention's QK^T and PV, an activation times an "
+        "activation per example): fp8 casts them too; keep leaves them in the data dtype, "
+        "where an FP8 dot gains less than its operands' casts cost", BATCHED)
 
     def validate(self) -> None:
         self._exclude_pattern()
@@ -370,4 +384,4 @@ class Fp8Dots(ModulePass):
         fp8_dots(module, Fp8Options(self.forward_format, self.gradient_format, self.min_size,
                                     self._exclude_pattern(), True, self.scaling,
                                     self.delayed_statistics, self.output_head,
-                                    self.head_operands), context)
+                                    self.head_operands, self.batched), context)

@@ -62,6 +62,10 @@ class Policy:
     fp8_head_operands: the operands of a kept head dot: data (the data dtype) or float32
         (converted, exact; TPU targets: XLA:TPU folds the converts, and XLA:CPU cannot run
         the bf16 head with its f32 result otherwise, so a TPU policy's step runs on a CPU).
+    fp8_batched_dots: True (the default): dots with batch dimensions (attention's QK^T and
+        PV, an activation times an activation per example) are cast too; False: they stay in
+        the data dtype, as FP8 recipes for linear layers leave attention (``for_target``:
+        tpu7x, where their casts cost more than their FP8 dots gain; targets/table.py).
     exclude: a regular expression; dots whose location matches stay in the data dtype.
     rescale_at: points where scales are recomputed from the data at run time. None: at the
         backward pass's dot and sum outputs for f16 data (its 5-bit exponent cannot absorb
@@ -170,6 +174,7 @@ class Policy:
     min_dot_size: int = 0
     fp8_output_head: bool = False
     fp8_head_operands: str = "data"
+    fp8_batched_dots: bool = True
     exclude: str = ""
     rescale_at: tuple[str, ...] | None = None
     rescale_method: str = "amax"
@@ -285,6 +290,7 @@ class Policy:
                                   exclude=self.exclude,
                                   output_head="fp8" if self.fp8_output_head else "keep",
                                   head_operands=_HEAD_OPERANDS[self.fp8_head_operands],
+                                  batched="fp8" if self.fp8_batched_dots else "keep",
                                   delayed_statistics=_DELAYED_MODE[self.statistics]))
         passes.append(Simplify(pack_scales=self.scale_packing,
                                pack_width=self.scale_pack_width,

@@ -182,6 +182,23 @@ def test_gpt_stats_every_dot_but_the_head_is_cast(gpt: Step, gpt_default: Rewrit
     assert gpt_default.result.context.warnings == []
 
 
+def test_gpt_attention_dots_stay_in_f16_when_batched_dots_are_kept(gpt: Step) -> None:
+    """``fp8_batched_dots=False`` (tpu7x's policy): every dot with batch dimensions
+    (attention's scores and their product with the values, and their gradients) stays in
+    f16, without a warning; every other dot but the head's is still cast."""
+    result = rewrite_module_source(gpt.text, Policy(fp8_batched_dots=False).pipeline())
+    assert result.error is None, result.error
+    lines = [line for line in result.output.decode().splitlines()
+             if "stablehlo.dot_general" in line]
+    batched = [line for line in lines if "batching_dims" in line]
+    assert len(batched) == gpt.text.count("batching_dims")
+    assert batched and not any(_F8_DOT_LINE.search(line) for line in batched)
+    stats = result.context.stats
+    assert stats["fp8-dots.batched"] == len(batched)
+    assert stats["fp8-dots.fp8"] == len(lines) - len(batched) - HEAD_DOTS > 0
+    assert "fp8-dots.left-alone" not in stats and result.context.warnings == []
+
+
 def test_gpt_backward_dots_take_one_e5m2_operand(gpt_default: Rewritten) -> None:
     """Each backward FP8 dot (dgrad, wgrad, attention's) has a gradient operand, in E5M2, and
     an E4M3FN one; forward dots are E4M3FN x E4M3FN."""

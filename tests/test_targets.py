@@ -121,6 +121,16 @@ def test_gpu_targets_keep_the_head_in_their_data_type() -> None:
     assert "head-operands=f32" in Policy.for_target("tpu7x").pipeline()
 
 
+def test_only_tpu7x_keeps_batched_dots_out_of_fp8() -> None:
+    """tpu7x's attention dots cost more in FP8 than in bf16 once their operands' casts are
+    counted (XLA:TPU's estimates, targets/table.py): its policy keeps dots with batch
+    dimensions in bf16. Every other FP8 target casts them."""
+    assert "batched=keep" in Policy.for_target("tpu7x").pipeline()
+    for name in ("h100", "ada", "blackwell", "cpu"):
+        assert "batched" not in Policy.for_target(name).pipeline(), name
+    assert "batched" not in Policy().pipeline()
+
+
 def test_compile_scaled_for_a_gpu_carries_delayed_exponents_between_calls() -> None:
     fn, args = models.mlp_step(batch=4, sizes=(8, 16, 4))
     step = compile_scaled(fn, *args, target="h100")
@@ -316,14 +326,15 @@ def test_tpu7x_takes_a_fused_projections_pieces_in_one_reduction() -> None:
     """A GPT's fused qkv projection sliced into q, k and v: on tpu7x the three amaxes are
     one reduction of the projection (slice-statistics), whose vector goes through the
     delayed step's barrier whole. (Structure; the maxima are checked bit for bit in
-    test_slice_statistics.)"""
+    test_slice_statistics.) q, k and v are FP8 operands of attention's dots, which tpu7x's
+    own policy keeps in bf16 (fp8_batched_dots): asked to cast them, it measures them."""
     fn, args = models.gpt_step(1, 16, 2, 8, vocab=16, batch=2)
-    step = compile_scaled(fn, *args, target="tpu7x")
+    step = compile_scaled(fn, *args, policy=Policy.for_target("tpu7x", fp8_batched_dots=True))
     barrier = next(line for line in step.delayed_text.splitlines()
                    if "optimization_barrier" in line)
     assert "tensor<3xf32>" in barrier, barrier
     assert "tensor<3xf32>" not in compile_scaled(fn, *args, policy=Policy.for_target(
-        "tpu7x", group_statistics=True)).delayed_text
+        "tpu7x", fp8_batched_dots=True, group_statistics=True)).delayed_text
 
 
 def test_compile_scaled_with_a_target_rewrites_for_its_data_type() -> None:

@@ -25,7 +25,7 @@
 // BADGRAD: error: invalid value 'bf16' for option 'gradient-format' of pass 'fp8-dots': expected one of f8E4M3FN, f8E5M2
 // BADSIZE: error: invalid value 'big' for option 'min-size' of pass 'fp8-dots': expected an integer
 // BADRE:   error: invalid exclude pattern '[': unterminated character set at position 0
-// BADOPT:  error: unknown option 'format' for pass 'fp8-dots' (options: forward-format, gradient-format, min-size, exclude, scaling, delayed-statistics, output-head, head-operands)
+// BADOPT:  error: unknown option 'format' for pass 'fp8-dots' (options: forward-format, gradient-format, min-size, exclude, scaling, delayed-statistics, output-head, head-operands, batched)
 
 // A dgrad, dx = dy . w^T, with dy computed in the backward pass.
 
