@@ -272,16 +272,50 @@ def count_module_ops(text: str) -> int:
         return sum(module_io.count_ops(module_io.parse_module(text)).values())
 
 
-def compiled_modules(exported: str, pipelines: dict[str, str],
-                     h100: bool) -> Iterator[dict[str, Any]]:
+def compiled_modules(exported: str, pipelines: dict[str, str], h100: bool,
+                     rounds: int = 1) -> Iterator[dict[str, Any]]:
     """The original ``exported`` and its rewrite by each of ``pipelines`` (by name),
     compiled by XLA:CPU and, where ``h100``, for an H100: ``{"module", "cpu", "h100"}`` per
-    module, as each finishes (a long run shows its progress)."""
+    module. With one round, each module as it finishes (a long run shows its progress).
+    With ``rounds`` > 1, after one warm-up compile of the original on each compiler, every
+    module is compiled once per round, the order reversed every other round, so that the
+    machine's load moves every module alike; ``compile_s`` is then the median and
+    ``compile_rounds_s`` each round's seconds, from which ``compile_ratio`` pairs rounds."""
     modules = {"original": exported} | {name: rewrite_or_fail(exported, pipeline)
                                          for name, pipeline in pipelines.items()}
-    for module, text in modules.items():
-        yield {"module": module, "cpu": cpu_compile(text),
-               "h100": h100_compile(text) if h100 else None}
+    compilers: dict[str, Callable[[str], dict[str, Any]]] = {"cpu": cpu_compile}
+    if h100:
+        compilers["h100"] = h100_compile
+    if rounds <= 1:
+        for module, text in modules.items():
+            yield {"module": module, "cpu": cpu_compile(text),
+                   "h100": h100_compile(text) if h100 else None}
+        return
+    for compile_ in compilers.values():
+        compile_(exported)  # first-call costs out of the samples
+    rows = {module: {"module": module, "cpu": None, "h100": None} for module in modules}
+    for index in range(rounds):
+        for module in modules if index % 2 == 0 else reversed(modules):
+            for where, compile_ in compilers.items():
+                counts = compile_(modules[module])
+                seconds = (rows[module][where] or {}).get("compile_rounds_s", [])
+                rows[module][where] = counts | {"compile_rounds_s": [*seconds,
+                                                                     counts["compile_s"]]}
+        print(f"  compile round {index + 1} of {rounds} done", flush=True)
+    for row in rows.values():
+        for where in compilers:
+            row[where]["compile_s"] = statistics.median(row[where]["compile_rounds_s"])
+        yield row
+
+
+def compile_ratio(counts: dict[str, Any], base: dict[str, Any]) -> float:
+    """``counts``' compile time over ``base``'s (``cpu_compile``'s or ``h100_compile``'s
+    results, from ``compiled_modules``): the median of the per-round ratios where both were
+    compiled in the same rounds, else the ratio of their seconds."""
+    mine, theirs = counts.get("compile_rounds_s"), base.get("compile_rounds_s")
+    if mine and theirs and len(mine) == len(theirs):
+        return paired_ratio(mine, theirs)
+    return counts["compile_s"] / base["compile_s"]
 
 
 def rewrite_or_fail(text: str, pipeline: str) -> str:
