@@ -5,7 +5,9 @@ Why this script exists: the rewritten step must be no slower than what a TPU use
 compiler (libtpu, the ``tpu-aot`` extra) runs on this CPU for a topology it is told, and its
 optimized HLO carries a per-kernel cost model (``estimated_cycles``): every figure below is
 XLA's estimate (cycles, memory_analysis bytes) or count (fusions, collectives), not a
-measurement on hardware; compile time is this machine's wall clock.
+measurement on hardware; compile time is this machine's wall clock, and beside it the
+compiled program's VLIW bundles from libtpu's log (the size of the code XLA:TPU generated: a
+count, the same every compile, where the wall clock moves with the machine's load).
 
 Per chip (v5e, v6e, tpu7x; one chip each) and policy:
 
@@ -15,6 +17,8 @@ Per chip (v5e, v6e, tpu7x; one chip each) and policy:
   arguments' scales folded into their data on v6e; FP8 dots and
   delayed statistics on tpu7x only, compiled as the module a training loop runs from its
   second call, ``delayed-statistics=use``);
+* the target policy with its update rounded to nearest, not dithered (what the stochastic
+  rounding of the bf16 weights and Adam state costs);
 * on tpu7x also the target policy without FP8 dots, to show what FP8 buys there, and the
   FP8 floor: the same with each FP8 operand cast as it is (``fp8_scaling="none"``: no
   amax, no shift), the least an FP8 step of this recipe costs, to show what the operands'
@@ -41,9 +45,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +88,40 @@ MAX_FUSIONS = 1.2
 MAX_COMPILE = 1.3
 SHARDED = "v5e:2x4"
 DOT = 4096
+# The size of a compiled program, from libtpu's log (log_bundles: main() sets "dir").
+_BUNDLES = re.compile(r"final program bundle count: ([\d,]+)")
+_BUNDLE_LOG: dict[str, Path] = {}
+
+
+def log_bundles() -> Path:
+    """Have libtpu log to a directory of this run's own, unbuffered, and return it: libtpu
+    logs the size of each program it compiles ("final program bundle count": VLIW bundles),
+    the same in every compile, where the wall clock of a shared machine is not (the v6e
+    baseline compiled in 4.5 to 8.6 s in one run). It is not the compile time (XLA:TPU's
+    passes before code generation count too), but a change that shrinks the generated code
+    shows in it whatever the load. Read when libtpu loads: call it before the first
+    compile."""
+    log_dir = Path(tempfile.mkdtemp(prefix="scalify-tpu-benchmark-"))
+    os.environ["TPU_LOG_DIR"] = str(log_dir)
+    os.environ["LIBTPU_INIT_ARGS"] = f"{os.environ.get('LIBTPU_INIT_ARGS', '')} --logbuflevel=-1"
+    return log_dir
+
+
+def last_bundle_count(log_dir: Path | None) -> int | None:
+    """The VLIW bundles of the program libtpu compiled last into ``log_dir``, from its log;
+    None where there is no count (no such log, or a libtpu that does not log it)."""
+    if log_dir is None:
+        return None
+    counts = [found for path in sorted(log_dir.glob("*.INFO.*")) if not path.is_symlink()
+              for found in _BUNDLES.findall(path.read_text(errors="replace"))]
+    return int(counts[-1].replace(",", "")) if counts else None
+
+
+def compile_counted(text: str, chip: str) -> tuple[TargetCompileResult, int | None]:
+    """``tpu.compile_module`` and the compiled program's bundle count (None unless
+    ``main`` set up the log with ``log_bundles``)."""
+    result = tpu.compile_module(text, chip)
+    return result, last_bundle_count(_BUNDLE_LOG.get("dir"))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -123,6 +163,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def policies(chip: str, default: bool = True) -> dict[str, Policy]:
     chosen = {"default policy": Policy()} if default else {}
     chosen["target policy"] = Policy.for_target(chip)
+    # What the dithering of the bf16 update costs (it keeps updates below half a bf16 ulp).
+    chosen["target policy, nearest"] = Policy.for_target(chip, update_rounding="nearest")
     if Policy.for_target(chip).fp8_dots:
         chosen["target policy, no FP8"] = Policy.for_target(chip, fp8_dots=False)
         chosen["FP8 floor"] = Policy.for_target(chip, fp8_scaling="none")
@@ -131,10 +173,14 @@ def policies(chip: str, default: bool = True) -> dict[str, Policy]:
 
 def row(chip: str, name: str, result: TargetCompileResult,
         base: TargetCompileResult | None, compiles: list[float] | None = None,
-        base_compiles: list[float] | None = None) -> dict[str, Any]:
+        base_compiles: list[float] | None = None,
+        bundles: tuple[int | None, int | None] = (None, None)) -> dict[str, Any]:
     """One table row; ``compiles`` (and the baseline's ``base_compiles``, round by round):
-    the seconds of each compile when there were several."""
-    out = {"chip": chip, "variant": name, **result.as_dict()}
+    the seconds of each compile when there were several; ``bundles``: the program's bundle
+    count and the baseline's."""
+    out = {"chip": chip, "variant": name, **result.as_dict(), "bundles": bundles[0]}
+    if bundles[0] is not None and bundles[1] is not None and base is not None:
+        out["bundles_ratio"] = bundles[0] / bundles[1]
     if compiles:
         out["compile_s"] = statistics.median(compiles)
         out["compile_rounds_s"] = compiles
@@ -145,7 +191,8 @@ def row(chip: str, name: str, result: TargetCompileResult,
                                 if compiles and base_compiles
                                 else result.compile_s / base.compile_s)
     print(f"{chip:6s} {name:22s} cycles {result.estimated_cycles:>10d} "
-          f"fusions {result.fusions:5d} compile {out['compile_s']:7.1f}s "
+          f"fusions {result.fusions:5d} bundles {bundles[0] or 0:>9,d} "
+          f"compile {out['compile_s']:7.1f}s "
           f"args {result.argument_bytes / 2**20:6.1f} MiB temp {result.temp_bytes / 2**20:6.1f} "
           f"MiB", flush=True)
     return out
@@ -187,25 +234,27 @@ def single_chip(args: argparse.Namespace, models: Any) -> list[dict[str, Any]]:
                 rewritten[pipelines[name]] = rewrite_or_fail(text, pipelines[name])
             modules[name] = rewritten[pipelines[name]]
         results = compile_rounds(modules, chip, args.compile_rounds)
-        base, base_compiles = results["bf16 baseline"]
-        rows.append(row(chip, "bf16 baseline", base, None, base_compiles))
-        for name, (result, compiles) in list(results.items())[1:]:
-            rows.append(row(chip, name, result, base, compiles, base_compiles)
-                        | {"pipeline": pipelines[name]})
+        base, base_compiles, base_bundles = results["bf16 baseline"]
+        rows.append(row(chip, "bf16 baseline", base, None, base_compiles,
+                        bundles=(base_bundles, None)))
+        for name, (result, compiles, bundles) in list(results.items())[1:]:
+            rows.append(row(chip, name, result, base, compiles, base_compiles,
+                            (bundles, base_bundles)) | {"pipeline": pipelines[name]})
     return rows
 
 
 def compile_rounds(modules: dict[str, str], chip: str, rounds: int
-                   ) -> dict[str, tuple[TargetCompileResult, list[float]]]:
+                   ) -> dict[str, tuple[TargetCompileResult, list[float], int | None]]:
     """Each module compiled ``rounds`` times in alternation (``common.interleaved``): its
-    first result and every compile's seconds (XLA's compile alone, not the parse that
-    ``interleaved``'s own clock also counts). The estimates and counts are the same each
-    time; only the compile's wall clock varies with the machine's load."""
-    runs: dict[str, list[TargetCompileResult]] = {name: [] for name in modules}
-    interleaved({name: lambda name=name: runs[name].append(tpu.compile_module(modules[name],
-                                                                              chip))
+    first result, every compile's seconds (XLA's compile alone, not the parse that
+    ``interleaved``'s own clock also counts) and its bundle count. The estimates and counts
+    are the same each time; only the compile's wall clock varies with the machine's load."""
+    runs: dict[str, list[tuple[TargetCompileResult, int | None]]] = {
+        name: [] for name in modules}
+    interleaved({name: lambda name=name: runs[name].append(compile_counted(modules[name],
+                                                                           chip))
                  for name in modules}, rounds, warmup=0)
-    return {name: (results[0], [r.compile_s for r in results])
+    return {name: (results[0][0], [r.compile_s for r, _ in results], results[0][1])
             for name, results in runs.items()}
 
 
@@ -240,12 +289,14 @@ def sharded(args: argparse.Namespace, models: Any) -> list[dict[str, Any]]:
     pipeline = steady_state_pipeline(Policy.for_target(SHARDED), partitioned=True)
     rows = []
     for setup, fsdp in (("data parallel", False), ("FSDP", True)):
-        base = tpu.compile_module(sharded_text(models, config, mesh, fsdp, jnp.bfloat16),
-                                  SHARDED)
-        rows.append(row(SHARDED, f"{setup}: bf16 baseline", base, None) | {"setup": setup})
+        base, base_bundles = compile_counted(
+            sharded_text(models, config, mesh, fsdp, jnp.bfloat16), SHARDED)
+        rows.append(row(SHARDED, f"{setup}: bf16 baseline", base, None,
+                        bundles=(base_bundles, None)) | {"setup": setup})
         text = rewrite_or_fail(sharded_text(models, config, mesh, fsdp), pipeline)
-        result = tpu.compile_module(text, SHARDED)
-        rows.append(row(SHARDED, f"{setup}: target policy", result, base) | {"setup": setup})
+        result, bundles = compile_counted(text, SHARDED)
+        rows.append(row(SHARDED, f"{setup}: target policy", result, base,
+                        bundles=(bundles, base_bundles)) | {"setup": setup})
     return rows
 
 
@@ -260,15 +311,23 @@ def compile_rounds_text(rounds: int) -> str:
             "median of each round's ratio to the baseline's compile")
 
 
+def bundles_note(r: dict[str, Any]) -> str:
+    """The bundle ratio beside a compile-time ratio, where the log gave one."""
+    return f"; its bundles {r['bundles_ratio']:.2f}x" if "bundles_ratio" in r else ""
+
+
 def doc_section(result: dict[str, Any]) -> str:
     rows = result["single_chip"]
     table = markdown_table(
         ["chip", "variant", "est. cycles", "vs baseline", "fusions", "vs baseline",
-         "compile (s)", "vs baseline", "arguments (MiB)", "temporaries (MiB)"],
+         "compile (s)", "vs baseline", "bundles", "vs baseline", "arguments (MiB)",
+         "temporaries (MiB)"],
         [[r["chip"], r["variant"], f"{r['estimated_cycles']:,}",
           f"{r['cycles_ratio']:.2f}x" if "cycles_ratio" in r else "",
           r["fusions"], f"{r['fusions_ratio']:.2f}x" if "fusions_ratio" in r else "",
           f"{r['compile_s']:.1f}", f"{r['compile_ratio']:.2f}x" if "compile_ratio" in r else "",
+          f"{r['bundles']:,}" if r.get("bundles") else "-",
+          f"{r['bundles_ratio']:.2f}x" if "bundles_ratio" in r else "",
           f"{r['argument_bytes'] / 2**20:.1f}", f"{r['temp_bytes'] / 2**20:.1f}"] for r in rows])
     checks = []
     for r in rows:
@@ -280,7 +339,7 @@ def doc_section(result: dict[str, Any]) -> str:
                       f"at most {MAX_FUSIONS}x: **{verdict(r['fusions_ratio'] <= MAX_FUSIONS)}**"
                       f" ({r['fusions_ratio']:.2f}x); compile time at most {MAX_COMPILE}x: "
                       f"**{verdict(r['compile_ratio'] <= MAX_COMPILE)}** "
-                      f"({r['compile_ratio']:.2f}x).")
+                      f"({r['compile_ratio']:.2f}x{bundles_note(r)}).")
     dots = markdown_table(
         ["chip", "bf16", "FP8 E4M3FN", "int8", "FP8 / bf16"],
         [[d["chip"], f"{d['bf16']:,}", f"{d['fp8 e4m3fn']:,}", f"{d['int8']:,}",
@@ -301,9 +360,16 @@ def doc_section(result: dict[str, Any]) -> str:
         "there the module a training loop runs from its second call, "
         "`delayed-statistics=use`); *FP8 floor* (tpu7x): the target policy with "
         "each FP8 operand cast as it is (`fp8_scaling=\"none\"`: no amax, no shift), the "
-        "least an FP8 step of this recipe costs. *est. cycles*: XLA's `estimated_cycles` "
+        "least an FP8 step of this recipe costs; *nearest*: the target policy with its "
+        "update rounded to nearest (`update_rounding=\"nearest\"`) instead of dithered, "
+        "what the stochastic rounding of bf16 weights and Adam state costs. *est. "
+        "cycles*: XLA's `estimated_cycles` "
         "summed over the step's kernels (the step is unrolled: no loop to weight). "
-        "*arguments*, *temporaries*: `memory_analysis()`.",
+        "*bundles*: the VLIW bundles of the compiled program (libtpu's log, `final program "
+        "bundle count`), the size of the code XLA:TPU generated: a count, the same in every "
+        "compile, where the wall clock varies with this machine's load (not the compile time "
+        "itself: the passes before code generation count too). *arguments*, *temporaries*: "
+        "`memory_analysis()`.",
         table, "\n".join(checks),
         f"XLA's estimated cycles of one {DOT}x{DOT}x{DOT} dot (f32 / i32 accumulation): FP8 "
         "is faster than bf16 only on tpu7x, which is why only tpu7x gets FP8 dots.",
@@ -319,9 +385,10 @@ def doc_section(result: dict[str, Any]) -> str:
             "exponent range, has no run-time statistic to delay). Collectives by "
             "opcode in the optimized HLO (async pairs once; scalar ones also counted apart).",
             markdown_table(
-                ["setup", "est. cycles", "vs baseline", "fusions", "collectives"],
+                ["setup", "est. cycles", "vs baseline", "fusions", "bundles", "collectives"],
                 [[r["variant"], f"{r['estimated_cycles']:,}",
                   f"{r['cycles_ratio']:.2f}x" if "cycles_ratio" in r else "", r["fusions"],
+                  f"{r['bundles']:,}" if r.get("bundles") else "-",
                   collectives(r["collectives"])] for r in srows]),
         ]
     return "\n\n".join(parts) + "\n"
@@ -331,6 +398,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if not tpu.libtpu_available():
         raise SystemExit("needs libtpu: pip install -e '.[tpu-aot]'")
+    _BUNDLE_LOG["dir"] = log_bundles()
     models = load_models()
     result: dict[str, Any] = {"environment": environment(), "load_before": load_average(),
                               "command": shlex.join(["python", "benchmarks/tpu.py",
@@ -344,9 +412,10 @@ def main(argv: list[str] | None = None) -> None:
         result["sharded_label"] = gpt_label(gpt_config(args, layers=args.sharded_layers))
         result["sharded"] = sharded(args, models)
     result["load_after"] = load_average()
-    print(format_table(["chip", "variant", "cycles x", "fusions x", "compile x"],
+    print(format_table(["chip", "variant", "cycles x", "fusions x", "compile x", "bundles x"],
                        [[r["chip"], r["variant"], f"{r.get('cycles_ratio', 1):.2f}",
-                         f"{r.get('fusions_ratio', 1):.2f}", f"{r.get('compile_ratio', 1):.2f}"]
+                         f"{r.get('fusions_ratio', 1):.2f}", f"{r.get('compile_ratio', 1):.2f}",
+                         f"{r.get('bundles_ratio', 1):.2f}"]
                         for r in result["single_chip"] + result.get("sharded", [])]))
     publish(args.out, result, args.heading, doc_section, doc=not args.no_doc)
 
