@@ -26,6 +26,7 @@ from scalify_hlo.rewrites.hand_back import handed_back
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
 from scalify_hlo.rewrites.loop_drift import mark_drifting_carries
 from scalify_hlo.rewrites.moment_values import first_moments
+from scalify_hlo.rewrites.normalized_values import normalized_products
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.rules import RULES
 from scalify_hlo.rewrites.scalar_values import (
@@ -273,6 +274,9 @@ def scalify_module(module: ir.Module, options: Scalify, context: PassContext) ->
     if wide is not None:
         state.give_own_dtype(classes.squares, float_type(wide), "square-dtype")
         context.bump("scalify.square-values", len(classes.squares))
+        if delayed_mode == "none":  # a norm's output at scale 1 (normalized_values.py)
+            state.normalized = normalized_products(func)
+            context.bump("scalify.normalized-values", len(state.normalized))
     if dtype != "f32" and classes.bits:
         # Floats made from integer bits keep f32's significand up to the nonlinear op that
         # reads them (jax.random's uniforms before erf_inv or log): see square_values.py.

@@ -146,6 +146,10 @@ class ScalifyState:
     # Runtime + constant adds whose result's data later products raise to a power, rescaled
     # under ``common-scale=first`` (drift.py).
     compounding: set[ir.Operation] = field(default_factory=set)
+    # Products whose result is a normalized value (a norm's output), with the bound on its
+    # magnitude: narrowed from a wide type at scale 1, with no statistic
+    # (normalized_values.py).
+    normalized: dict[ir.Operation, float] = field(default_factory=dict)
     # Values of the original known to take a few constant values (``value_sets``).
     value_sets: dict[ir.Value, frozenset[float] | None] = field(default_factory=dict)
     value_steps: dict[ir.Value, float | None] = field(default_factory=dict)

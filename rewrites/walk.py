@@ -69,12 +69,22 @@ class Walker:
                         self.set(result, Scaled(self.emit.convert(found.data, target),
                                                 found.scale, found.any_scale))
                         continue
+                    bound = state.normalized.get(op)
+                    if bound is not None and bound < 2.0 ** self.max_exponent(target):
+                        self.set(result, self._narrowed_normalized(found, target))
+                        continue
                     if not found.any_scale:
                         state.context.record(
                             op.name, op.location, "rescale",
                             f"amax:nearest, {dtype_name(found.data_element())} to "
                             f"{dtype_name(target)} (square-dtype)")
                     self.set(result, self.narrowed(found, target, delayable=True))
+
+    def _narrowed_normalized(self, found: Scaled, target: ir.Type) -> Scaled:
+        """A norm's output (``normalized_values``) in ``target`` at scale 1: its magnitude
+        is bounded and its RMS over a row at most 1, so it needs no statistic."""
+        return Scaled(self.emit.convert(self.apply_exactly(found.data, found.scale), target),
+                      ONE, found.any_scale)
 
     def results_of(self, op: ir.Operation) -> tuple[list[ir.Value], list[ir.Type]]:
         """``op``'s results and their types; for the op being rewritten, as ``_rewrite_op``
