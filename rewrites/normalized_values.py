@@ -34,15 +34,16 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.emitter import defining_op, ops_named
+from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.regions import combiner
+from scalify_hlo.rewrites.value_signs import keeps_rows, layout_axes
 
 _CONVERT = "stablehlo.convert"
 _LAYOUT = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim"})
 _SAME_DEPTH = 4  # levels of ops compared when two values are computed twice
-
-# Per dimension of a value on the chain from the sum to the product: the dimension of the
-# squared operand it runs along, None for a dimension of size 1 or a broadcast one.
-DimMap = list[int | None]
+# Ops that give the same result for the same operands and attributes: pure elementwise
+# arithmetic and layout (not an rng or a custom call).
+_PURE = ops_with(Trait.HOISTABLE) | _LAYOUT | {"stablehlo.transpose", _CONVERT}
 
 
 def normalized_products(func: ir.Operation) -> dict[ir.Operation, float]:
@@ -50,17 +51,18 @@ def normalized_products(func: ir.Operation) -> dict[ir.Operation, float]:
     its magnitude (``1 / sqrt(c)``)."""
     found: dict[ir.Operation, float] = {}
     for op in ops_named(func, "stablehlo.multiply"):
-        for index in (0, 1):
-            bound = _normalized_bound(op.operands[index], op.operands[1 - index])
-            if bound is not None:
-                found[op] = bound
-                break
+        first, second = op.operands[0], op.operands[1]
+        bound = _norm_bound(first, second)
+        if bound is None:
+            bound = _norm_bound(second, first)
+        if bound is not None:
+            found[op] = bound
     return found
 
 
-def _normalized_bound(value: ir.Value, factor: ir.Value) -> float | None:
-    """``1 / sqrt(c)`` where ``factor`` is ``rsqrt(c * sum(value^2) + eps)`` broadcast over
-    the rows of ``value``; None where it is not."""
+def _norm_bound(value: ir.Value, factor: ir.Value) -> float | None:
+    """``1 / sqrt(c)`` where ``factor`` is ``rsqrt(c * sum(value^2) + eps)`` over the rows
+    of ``value``, broadcast back; None where it is not."""
     rsqrt, outer = _through_layout(factor)
     if rsqrt is None or rsqrt.name != "stablehlo.rsqrt":
         return None
@@ -72,19 +74,23 @@ def _normalized_bound(value: ir.Value, factor: ir.Value) -> float | None:
     if squared is None or not _same_value(_unconverted(squared), _unconverted(value),
                                           _SAME_DEPTH):
         return None
-    shape = _shape(value)
-    if shape is None:
+    if not _meets_own_rows(value, reduce, [*reversed(inner), *reversed(outer)]):
         return None
-    reduced = set(ir.DenseI64ArrayAttr(reduce.attributes["dimensions"]))
-    kept: DimMap = [d for d in range(len(shape)) if d not in reduced]
-    composed = _compose(kept, [*reversed(inner), *reversed(outer)])
-    if composed is None or len(composed) != len(shape):
-        return None
-    for dim, size in enumerate(shape):
-        along = composed[dim]
-        if along != dim and not (along is None and (dim in reduced or size == 1)):
-            return None  # a row's factor would meet another row's elements
     return coefficient ** -0.5
+
+
+def _meets_own_rows(value: ir.Value, reduce: ir.Operation, layout: list[ir.Operation]) -> bool:
+    """Whether ``reduce``'s result, through the ``layout`` ops (innermost first), reaches each
+    element of ``value`` (the reduction's operand, up to converts) with its own row."""
+    shape, reduced_shape = _shape(value), _shape(reduce.results[0])
+    if shape is None or reduced_shape is None:
+        return False
+    sources: list[int | None] | None = list(range(len(reduced_shape)))
+    for op in layout:
+        if sources is None or _shape(op.operands[0]) is None or _shape(op.results[0]) is None:
+            return False
+        sources = layout_axes(op, sources)
+    return sources is not None and keeps_rows(sources, shape, reduce)
 
 
 def _shape(value: ir.Value) -> list[int] | None:
@@ -190,7 +196,7 @@ def _same_value(a: ir.Value, b: ir.Value, depth: int) -> bool:
     if depth == 0:
         return False
     op_a, op_b = defining_op(a), defining_op(b)
-    if op_a is None or op_b is None or op_a.name != op_b.name or op_a.regions or op_b.regions:
+    if op_a is None or op_b is None or op_a.name != op_b.name or op_a.name not in _PURE:
         return False
     if len(op_a.results) != 1 or a.type != b.type:
         return False
@@ -203,43 +209,3 @@ def _same_value(a: ir.Value, b: ir.Value, depth: int) -> bool:
 def _attributes(op: ir.Operation) -> dict[str, str]:
     attributes = op.attributes
     return {name: str(attributes[name]) for name in attributes}
-
-
-def _compose(mapping: DimMap, layout: list[ir.Operation]) -> DimMap | None:
-    """The dimension map of the product's factor: from the reduce's result (``mapping``:
-    the dimensions of the squared operand it kept) through the layout ops between it and
-    the product, innermost first."""
-    for op in layout:
-        operand_shape, result_shape = _shape(op.operands[0]), _shape(op.results[0])
-        if operand_shape is None or result_shape is None or len(operand_shape) != len(mapping):
-            return None
-        if op.name == "stablehlo.reshape":
-            mapping = _through_reshape(mapping, operand_shape, result_shape)
-        else:
-            mapping = _through_broadcast(mapping, operand_shape, result_shape, list(
-                ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"])))
-        if mapping is None:
-            return None
-    return mapping
-
-
-def _through_reshape(mapping: DimMap, operand_shape: list[int], result_shape: list[int]
-                     ) -> DimMap | None:
-    """A reshape that only adds or drops dimensions of size 1 (None for any other)."""
-    sizes = [size for size in operand_shape if size != 1]
-    if sizes != [size for size in result_shape if size != 1]:
-        return None  # it merges or splits dimensions
-    taken = iter(along for along, size in zip(mapping, operand_shape, strict=True)
-                 if size != 1)
-    return [None if size == 1 else next(taken) for size in result_shape]
-
-
-def _through_broadcast(mapping: DimMap, operand_shape: list[int], result_shape: list[int],
-                       dims: list[int]) -> DimMap | None:
-    result: DimMap = [None] * len(result_shape)
-    for operand_dim, result_dim in enumerate(dims):
-        if operand_shape[operand_dim] != 1:
-            if operand_shape[operand_dim] != result_shape[result_dim]:
-                return None
-            result[result_dim] = mapping[operand_dim]
-    return result

@@ -105,7 +105,14 @@ def _below_its_maximum(x: ir.Value, subtrahend: ir.Value) -> bool:
     if len(body) != 2 or body[0].operation.name != "stablehlo.maximum" or not all(
             isinstance(v.owner, ir.Block) for v in body[0].operation.operands):
         return False
-    shape = ir.RankedTensorType(x.type).shape
+    return keeps_rows(sources, list(ir.RankedTensorType(x.type).shape), reduce)
+
+
+def keeps_rows(sources: list[int | None], shape: list[int], reduce: ir.Operation) -> bool:
+    """Whether a reduction's result, read by a value of ``shape`` along ``sources`` (per
+    axis, the result's axis it reads, as ``reduce_dims`` gives them), meets each element of
+    the reduction's operand (of ``shape`` too) with that element's own row: each kept axis
+    in its place, constant along the reduced ones."""
     reduced = set(ir.DenseI64ArrayAttr(reduce.attributes["dimensions"]))
     kept = [d for d in range(len(shape)) if d not in reduced]
     if len(sources) != len(shape):
@@ -146,17 +153,26 @@ def _reduce_dims(value: ir.Value, depth: int) -> tuple[list[int | None], ir.Oper
     if op.name == "stablehlo.convert":
         return traced
     inner, reduce = traced
-    source_shape = ir.RankedTensorType(source.type).shape
+    sources = layout_axes(op, inner)
+    return None if sources is None else (sources, reduce)
+
+
+def layout_axes(op: ir.Operation, inner: list[int | None]) -> list[int | None] | None:
+    """For each axis of the result of ``op`` (a ``broadcast_in_dim``, or a ``reshape`` that
+    adds or drops unit axes), what its operand's axis reads (``inner``, per operand axis; None
+    along an axis it is constant on); None for a reshape that merges or splits axes."""
+    source_shape = ir.RankedTensorType(op.operands[0].type).shape
+    shape = ir.RankedTensorType(op.results[0].type).shape
     sources: list[int | None] = [None] * len(shape)
     if op.name == "stablehlo.broadcast_in_dim":
         for axis, to in enumerate(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"])):
             if source_shape[axis] == shape[to]:
                 sources[to] = inner[axis]
-        return sources, reduce
+        return sources
     non_unit_in = [a for a, n in enumerate(source_shape) if n != 1]
     non_unit_out = [a for a, n in enumerate(shape) if n != 1]
     if [source_shape[a] for a in non_unit_in] != [shape[a] for a in non_unit_out]:
         return None
     for a, b in zip(non_unit_in, non_unit_out, strict=True):
         sources[b] = inner[a]
-    return sources, reduce
+    return sources
