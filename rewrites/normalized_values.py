@@ -34,6 +34,7 @@ from jax.extend.mlir import ir
 
 from scalify_hlo.rewrites.constant_values import splat_constant_value
 from scalify_hlo.rewrites.emitter import defining_op, ops_named
+from scalify_hlo.rewrites.moment_values import through_converts
 from scalify_hlo.rewrites.op_table import Trait, ops_with
 from scalify_hlo.rewrites.regions import combiner
 from scalify_hlo.rewrites.value_signs import keeps_rows, layout_axes
@@ -71,7 +72,7 @@ def _norm_bound(value: ir.Value, factor: ir.Value) -> float | None:
         return None
     reduce, coefficient, inner = chain
     squared = _squared_operand(reduce.operands[0])
-    if squared is None or not _same_value(_unconverted(squared), _unconverted(value),
+    if squared is None or not _same_value(through_converts(squared), through_converts(value),
                                           _SAME_DEPTH):
         return None
     if not _meets_own_rows(value, reduce, [*reversed(inner), *reversed(outer)]):
@@ -167,9 +168,7 @@ def _is_sum(reduce: ir.Operation) -> bool:
 
 def _squared_operand(value: ir.Value) -> ir.Value | None:
     """``a`` of ``square(a)`` or ``a * a`` (through converts)."""
-    op = defining_op(value)
-    while op is not None and op.name == _CONVERT:
-        op = defining_op(op.operands[0])
+    op = defining_op(through_converts(value))
     if op is None:
         return None
     if op.name == "chlo.square":
@@ -178,14 +177,6 @@ def _squared_operand(value: ir.Value) -> ir.Value | None:
                                                        _SAME_DEPTH):
         return op.operands[0]
     return None
-
-
-def _unconverted(value: ir.Value) -> ir.Value:
-    op = defining_op(value)
-    while op is not None and op.name == _CONVERT:
-        value = op.operands[0]
-        op = defining_op(value)
-    return value
 
 
 def _same_value(a: ir.Value, b: ir.Value, depth: int) -> bool:
