@@ -109,10 +109,14 @@ def decayed_state(value: ir.Value, below: float = float("inf"),
     return None
 
 
-def _decayed(value: ir.Value, arguments: set[ir.Value]) -> ir.Value | None:
-    """The entry argument ``m`` of ``value = c * m`` with a constant ``c`` in (0, 1)."""
-    state = decayed_state(value, 1.0)
-    return state if state in arguments else None
+def _decayed(value: ir.Value, arguments: set[ir.Value]) -> tuple[ir.Value, float] | None:
+    """The entry argument ``m`` of ``value = c * m`` with a constant ``c`` in (0, 1), and
+    ``c``."""
+    for c, other in constant_products(value):
+        state = through_converts(other)
+        if 0.0 < c < 1.0 and state in arguments:
+            return state, c
+    return None
 
 
 def _gradient_term(value: ir.Value) -> bool:
@@ -122,9 +126,9 @@ def _gradient_term(value: ir.Value) -> bool:
     return is_gradient(value)
 
 
-def _moment_of(value: ir.Value, arguments: set[ir.Value]) -> ir.Value | None:
-    """The argument whose moment ``value`` is, looking through converts and a
-    ``select(ok, new, old)`` that keeps the old state (``optax.apply_if_finite``)."""
+def _moment_of(value: ir.Value, arguments: set[ir.Value]) -> tuple[ir.Value, float] | None:
+    """The argument whose moment ``value`` is and its decay ``c``, looking through converts
+    and a ``select(ok, new, old)`` that keeps the old state (``optax.apply_if_finite``)."""
     value = through_converts(value)
     op = defining_op(value)
     if op is not None and op.name == "stablehlo.select":
@@ -132,15 +136,15 @@ def _moment_of(value: ir.Value, arguments: set[ir.Value]) -> ir.Value | None:
         for kept, updated in ((through_converts(old), new), (through_converts(new), old)):
             if kept in arguments:
                 found = _moment_of(updated, arguments)
-                return found if found == kept else None
+                return found if found is not None and found[0] == kept else None
         return None
     if op is None or op.name != "stablehlo.add":
         return None
     a, b = op.operands
     for decayed, term in ((a, b), (b, a)):
-        state = _decayed(decayed, arguments)
-        if state is not None and _gradient_term(term):
-            return state
+        found = _decayed(decayed, arguments)
+        if found is not None and _gradient_term(term):
+            return found
     return None
 
 
@@ -158,10 +162,26 @@ def state_candidates(func: ir.Operation, squares: set[ir.Value]
 def first_moments(func: ir.Operation, squares: set[ir.Value]) -> set[ir.Value]:
     """The entry arguments of ``func`` that are first moments and the returned values that
     update them (same type): both cross the boundary in the moment format."""
-    arguments, returned = state_candidates(func, squares)
     found: set[ir.Value] = set()
+    for value, (state, _) in _returned_moments(func, squares).items():
+        found |= {state, value}
+    return found
+
+
+def moment_decays(func: ir.Operation, squares: set[ir.Value]) -> dict[ir.Value, float]:
+    """Each returned value of ``func`` that updates a first moment, with the moment's decay
+    ``c``: how much of a change ``(1 - c) * (g - m)`` a step makes of it."""
+    return {value: c for value, (_, c) in _returned_moments(func, squares).items()}
+
+
+def _returned_moments(func: ir.Operation, squares: set[ir.Value]
+                      ) -> dict[ir.Value, tuple[ir.Value, float]]:
+    """Each returned first moment (the type of the argument it updates), with that argument
+    and its decay."""
+    arguments, returned = state_candidates(func, squares)
+    found: dict[ir.Value, tuple[ir.Value, float]] = {}
     for value in returned:
-        state = _moment_of(value, arguments)
-        if state is not None and state.type == value.type:
-            found |= {state, value}
+        moment = _moment_of(value, arguments)
+        if moment is not None and moment[0].type == value.type:
+            found[value] = moment
     return found

@@ -111,6 +111,9 @@ class ScalifyState:
     # Whether the update tail's results are rounded stochastically to bf16 storage
     # (``scalify.resolve_update_rounding``).
     update_stochastic: bool = False
+    # Results of the update tail that round to nearest all the same: first moments that
+    # move fast enough for bf16 (``scalify.fast_moments``).
+    nearest_tail: frozenset[ir.Value] = frozenset()
 
     # Runtime factors that may hold ``UNSET_EXPONENT``: the scales of loop-carried values
     # that enter a loop as zeros (see ``rule_while``), and common scales of only such.

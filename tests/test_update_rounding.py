@@ -8,12 +8,16 @@ the update in expectation: under the tpu7x policy transformer_lm's last losses w
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from scalify_hlo import Policy, compile_scaled, unscale_tree
+from scalify_hlo.api import rewrite_module_source
 from scalify_hlo.errors import ScalifyError
 
 SIZE = 4096
@@ -47,6 +51,57 @@ def test_a_bf16_update_below_half_an_ulp_moves_the_weights_in_expectation(policy
     new = _new_weights(policy)
     assert set(np.unique(new)) == {1.0 - 2.0 ** -8, 1.0}
     assert abs(new.mean() - (1.0 - LR)) < 2e-4
+
+
+def _momentum_step(decay: float) -> tuple[Any, tuple[Any, ...]]:
+    """One SGD step with momentum ``decay`` on ``sum(w^2 x) / 2`` (gradient ``w x``: ``x``
+    at ``w = 1``), from a trace of ones: the new trace is ``x + decay``."""
+    optimizer = optax.sgd(LR, momentum=decay)
+
+    def step(w: jax.Array, trace: Any, x: jax.Array) -> Any:
+        loss, grad = jax.value_and_grad(lambda w: jnp.sum(w * w * x) / 2)(w)
+        updates, trace = optimizer.update(grad, trace, w)
+        return optax.apply_updates(w, updates), trace, loss
+
+    w = np.ones(SIZE, np.float32)
+    trace = jax.tree.map(jnp.ones_like, optimizer.init(w))
+    # 1 - 0.999 below 1 in the new trace: a change below half of bf16's ulp there (2^-9)
+    return step, (w, trace, np.full(SIZE, 1.0 - decay - 1e-3, np.float32))
+
+
+def _dithered(policy: Policy, decay: float) -> tuple[int, np.ndarray]:
+    """How many of the momentum step's results are rounded stochastically, and the new
+    trace."""
+    fn, args = _momentum_step(decay)
+    text = jax.jit(fn).lower(*args).as_text(debug_info=True)
+    chunk = rewrite_module_source(text, policy.pipeline(), debug_info=True)
+    assert chunk.error is None, chunk.error
+    step = compile_scaled(fn, *args, policy=policy)
+    _, trace, _ = step(*step.scale_args(*args))
+    return (chunk.context.stats.get("scalify.stochastic-updates", 0),
+            np.asarray(jax.tree.leaves(unscale_tree(trace))[0], np.float64))
+
+
+@pytest.mark.parametrize("policy", [Policy(data_dtype="bfloat16", fp8_dots=False),
+                                    Policy.for_target("v6e")], ids=["bf16-auto", "v6e"])
+def test_a_fast_first_moment_rounds_to_nearest(policy: Policy) -> None:
+    """Momentum 0.9 moves the trace by a tenth of the way to the gradient each step: nearest
+    rounding drops a change only while the gradient is within 2^-8 / 0.1 of the trace, and
+    then it lags by that much at most; its hash is saved (the weight alone is dithered)."""
+    dithered, trace = _dithered(policy, 0.9)
+    assert dithered == 1
+    assert np.all(trace == 1.0)  # 0.999 rounds to 1, every element
+
+
+def test_a_slow_first_moment_and_an_explicit_stochastic_rounding_keep_the_dither() -> None:
+    """Momentum 0.99 can lag the gradient by 2^-8 / 0.01 = 39% rounded to nearest: it stays
+    dithered under ``auto``, and ``update_rounding="stochastic"`` dithers every result."""
+    for policy, decay in ((Policy(data_dtype="bfloat16", fp8_dots=False), 0.99),
+                          (Policy(data_dtype="bfloat16", update_rounding="stochastic"), 0.9)):
+        dithered, trace = _dithered(policy, decay)
+        assert dithered == 2
+        assert set(np.unique(trace)) == {1.0 - 2.0 ** -8, 1.0}
+        assert abs(trace.mean() - 0.999) < 2e-4
 
 
 def test_a_matrix_update_is_unbiased_in_every_row_and_column() -> None:

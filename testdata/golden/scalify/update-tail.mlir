@@ -137,3 +137,48 @@ func.func public @suffix(%w: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>
   %new = stablehlo.add %w, %neg : tensor<4xf32> loc("jit(step)/add")
   return %new, %sum : tensor<4xf32>, tensor<f32>
 }
+
+// -----
+
+// SGD with momentum 0.9 under bf16 data: the new trace (0.9 * t + g, a first moment) rounds
+// to nearest, where the new weight is dithered. A moment moves by a tenth of the way to the
+// gradient each step, so nearest rounding drops a change only while the gradient is within
+// 2^-8 / 0.1 of it, and then it lags by that much at most (scalify.fast_moments); its hash
+// would be one of three per weight in an Adam step. A decay above 15/16 (momentum 0.99) could
+// lag by 39% and keeps the dither.
+
+// BF16-LABEL: func.func public @momentum
+// BF16:         [[TRACE:%.*]] = stablehlo.add {{%.*}}, {{%.*}} : tensor<4x4xf32>
+// BF16:         [[NEW:%.*]] = stablehlo.subtract {{%.*}}, {{%.*}} : tensor<4x4xf32>
+// BF16:         stablehlo.bitcast_convert [[NEW]] : (tensor<4x4xf32>) -> tensor<4x4xi32>
+// BF16-NOT:     stablehlo.bitcast_convert [[TRACE]]
+// BF16:         stablehlo.convert [[TRACE]] : (tensor<4x4xf32>) -> tensor<4x4xbf16>
+// BF16:         return
+
+func.func public @momentum(%w: tensor<4x4xf32>, %t: tensor<4x4xf32>, %x: tensor<4x4xf32>, %dy: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %g = stablehlo.dot_general %x, %dy, contracting_dims = [0] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc("jit(step)/transpose(jvp())/dot_general")
+  %decay = stablehlo.constant dense<9.000000e-01> : tensor<4x4xf32>
+  %decayed = stablehlo.multiply %decay, %t : tensor<4x4xf32> loc("jit(step)/mul")
+  %trace = stablehlo.add %g, %decayed : tensor<4x4xf32> loc("jit(step)/add")
+  %lr = stablehlo.constant dense<1.000000e-02> : tensor<4x4xf32>
+  %step = stablehlo.multiply %lr, %trace : tensor<4x4xf32> loc("jit(step)/mul")
+  %new = stablehlo.subtract %w, %step : tensor<4x4xf32> loc("jit(step)/sub")
+  return %new, %trace : tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// BF16-LABEL: func.func public @slow_momentum
+// BF16:         [[TRACE:%.*]] = stablehlo.add {{%.*}}, {{%.*}} : tensor<4x4xf32>
+// BF16:         stablehlo.bitcast_convert [[TRACE]] : (tensor<4x4xf32>) -> tensor<4x4xi32>
+// BF16:         return
+func.func public @slow_momentum(%w: tensor<4x4xf32>, %t: tensor<4x4xf32>, %x: tensor<4x4xf32>, %dy: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %g = stablehlo.dot_general %x, %dy, contracting_dims = [0] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc("jit(step)/transpose(jvp())/dot_general")
+  %decay = stablehlo.constant dense<9.900000e-01> : tensor<4x4xf32>
+  %decayed = stablehlo.multiply %decay, %t : tensor<4x4xf32> loc("jit(step)/mul")
+  %trace = stablehlo.add %g, %decayed : tensor<4x4xf32> loc("jit(step)/add")
+  %lr = stablehlo.constant dense<1.000000e-02> : tensor<4x4xf32>
+  %step = stablehlo.multiply %lr, %trace : tensor<4x4xf32> loc("jit(step)/mul")
+  %new = stablehlo.subtract %w, %step : tensor<4x4xf32> loc("jit(step)/sub")
+  return %new, %trace : tensor<4x4xf32>, tensor<4x4xf32>
+}
