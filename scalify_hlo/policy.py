@@ -103,7 +103,10 @@ class Policy:
         rounding of the update's results (new weights and optimizer state, computed in f32)
         to bf16 data: bf16 drops a weight's updates below 2^-9 of it, and under the tpu7x
         policy transformer_lm trained 3.1% worse than jax.jit with nearest rounding, 0.3%
-        with stochastic (docs/robustness.md). f16 data rounds to nearest (stochastic needs
+        with stochastic (docs/robustness.md). ``auto`` rounds a first moment whose decay is
+        at most 15/16 (Adam's mu) to nearest all the same: it lags the gradient by at most
+        2^-8 / (1 - decay) and never drifts, and its hash is a third of the dither's cost
+        (docs/how-it-works.md, "The update"). f16 data rounds to nearest (stochastic needs
         bf16 data).
     statistics: current (each rescale point applies the exponent it measures), delayed
         (the entry function's top-level rescale points and FP8 amaxes apply the exponent the
