@@ -25,7 +25,7 @@ from scalify_hlo.rewrites.gradient_join import replicated_gradients
 from scalify_hlo.rewrites.hand_back import handed_back
 from scalify_hlo.rewrites.inline import inline_calls, remove_unused_private_functions
 from scalify_hlo.rewrites.loop_drift import mark_drifting_carries
-from scalify_hlo.rewrites.moment_values import first_moments, moment_decays
+from scalify_hlo.rewrites.moment_values import fast_moments, first_moments
 from scalify_hlo.rewrites.normalized_values import normalized_products
 from scalify_hlo.rewrites.registry import ModulePass, PassContext, option, register
 from scalify_hlo.rewrites.rules import RULES
@@ -57,9 +57,6 @@ COMMON_SCALES = ("auto", "max", "first")
 UPDATES = ("f32", "scaled")
 SQUARE_ENCODINGS = ("auto", "sqrt", "none")
 SQUARE_ROUNDINGS = ("nearest", "stochastic")
-# The largest decay of a first moment that update-rounding=auto rounds to nearest in bf16
-# (``fast_moments``): 2^-8 / (1 - c), the most it can lag the gradient, at most 1/16.
-FAST_MOMENT_DECAY = 15 / 16
 UPDATE_ROUNDINGS = ("auto", "nearest", "stochastic")
 STATE_FORMATS = ("none", *FP8_FORMATS)
 ARGUMENT_SCALES = ("keep", "fold")
@@ -194,22 +191,6 @@ def tail_result(scope: Scope, value: Scaled, storage: ir.Type, square: bool = Fa
         data = stochastic_grid(scope, data, name)
         scope.state.context.bump("scalify.stochastic-updates")
     return Scaled(scope.emit.convert(data, storage), value.scale, value.any_scale)
-
-
-def fast_moments(func: ir.Operation, squares: set[ir.Value]) -> frozenset[ir.Value]:
-    """The returned first moments (``moment_values``) that ``update-rounding=auto`` rounds
-    to nearest in bf16: those whose decay ``c`` is at most ``FAST_MOMENT_DECAY``. Such a
-    moment moves by ``(1 - c) * (g - m)`` a step, and rounding to nearest drops the change
-    only while ``|g - m|`` is under ``2^-8 / (1 - c)`` of ``|m|`` (bf16's half ulp, relative,
-    is at most 2^-8): it then lags the gradient by that much at most (Adam's b1 = 0.9: 3.9%),
-    and a contracting average does not let the rounding errors add up, where a weight's
-    updates below half an ulp would never move it. The stochastic rounding it skips is an
-    integer hash of every element: under the v6e and tpu7x policies, the 2-layer GPT step
-    (d 768) took 2.5% and 1.8% fewer estimated cycles and 2.8% and 2.1% fewer bundles
-    without it on Adam's first moment, with no change in the loss (transformer_lm under the
-    tpu7x policy, 6 seeds: +0.18% against jax.jit's with it, +0.22% without)."""
-    return frozenset(value for value, decay in moment_decays(func, squares).items()
-                     if decay <= FAST_MOMENT_DECAY)
 
 
 def resolve_update_rounding(raw: str, data_dtype: str) -> bool:

@@ -112,7 +112,7 @@ class ScalifyState:
     # (``scalify.resolve_update_rounding``).
     update_stochastic: bool = False
     # Results of the update tail that round to nearest all the same: first moments that
-    # move fast enough for bf16 (``scalify.fast_moments``).
+    # move fast enough for bf16 (``moment_values.fast_moments``).
     nearest_tail: frozenset[ir.Value] = frozenset()
 
     # Runtime factors that may hold ``UNSET_EXPONENT``: the scales of loop-carried values

@@ -143,7 +143,7 @@ func.func public @suffix(%w: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>
 // SGD with momentum 0.9 under bf16 data: the new trace (0.9 * t + g, a first moment) rounds
 // to nearest, where the new weight is dithered. A moment moves by a tenth of the way to the
 // gradient each step, so nearest rounding drops a change only while the gradient is within
-// 2^-8 / 0.1 of it, and then it lags by that much at most (scalify.fast_moments); its hash
+// 2^-8 / 0.1 of it, and then it lags by that much at most (moment_values.fast_moments); its hash
 // would be one of three per weight in an Adam step. A decay above 15/16 (momentum 0.99) could
 // lag by 39% and keeps the dither.
 
